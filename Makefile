@@ -1,0 +1,66 @@
+# attention.c: `make` builds the library and the examples into build/,
+# `make test` runs the Check suite, then the same suite under ASan+UBSan,
+# `make run` trains the toy model on the built-in text and prints a sample,
+# `make bench` runs the benchmark workloads. Nothing but libc and libm.
+CC      ?= cc
+OPT     ?= -O3 -g
+# -ffp-contract=off: no multiply-add may be fused, or the random streams and
+# the sums stop matching PyTorch bit for bit. Never -ffast-math: it breaks -inf.
+STD     := -std=c11 -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math
+WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
+INC     := -Itensor -Inn -Ioptim
+CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
+LDLIBS  := -lm
+
+CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
+CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -pthread -lm)
+
+LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c))
+HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h)
+EXAMPLES := article train bench
+TEST_SRC := $(sort $(wildcard tests/*.c))
+
+B ?= build
+LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
+
+.PHONY: all test test-plain test-asan run bench clean valgrind
+all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
+
+$(B)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+$(B)/libattention.a: $(LIB_OBJ)
+	@rm -f $@
+	ar rcs $@ $^
+
+$(B)/%: examples/%.c $(B)/libattention.a
+	$(CC) $(CFLAGS_ALL) $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
+
+$(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a
+	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
+
+SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+
+test: test-plain test-asan
+
+test-plain: $(B)/tests
+	./$(B)/tests
+
+test-asan:
+	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests
+	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
+
+# valgrind over the test suite (no fork, so leaks are seen) and the examples
+valgrind: $(B)/tests $(B)/article
+	CK_FORK=no valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect ./$(B)/tests
+	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect ./$(B)/article >/dev/null
+
+run: $(B)/train
+	./$(B)/train
+
+bench: $(B)/bench
+	./$(B)/bench
+
+clean:
+	rm -rf build

@@ -1,0 +1,205 @@
+/* The article's attention classes, line for line:
+ * SelfAttention, MultiHeadAttentionWrapper, CausalAttention, CrossAttention,
+ * and the batched MultiHeadAttention of toy_lm.py. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "nn.h"
+
+static void *alloc_module(size_t n) {
+    void *p = calloc(1, n);
+    if (!p) ac_error("nn: out of memory");
+    return p;
+}
+
+/* W_query, W_key, W_value = nn.Parameter(torch.rand(...)), in that order. */
+static void qkv_params(nn_Module *m, int64_t d_in, int64_t d_out_kq, int64_t d_out_v, Tensor **q, Tensor **k,
+                       Tensor **v) {
+    ac_mark mk = ac_arena_mark();
+    *q = nn_register_parameter(m, "W_query", torch_rand(SHAPE(d_in, d_out_kq)));
+    *k = nn_register_parameter(m, "W_key", torch_rand(SHAPE(d_in, d_out_kq)));
+    *v = nn_register_parameter(m, "W_value", torch_rand(SHAPE(d_in, d_out_v)));
+    ac_arena_release(mk);
+}
+
+static void check_input(const Tensor *x, int64_t d_in, const char *who) {
+    ac_check_defined(x, who);
+    if (x->ndim < 1 || x->shape[x->ndim - 1] != d_in)
+        ac_error("%s: expected an input whose last dimension is d_in=%lld, got shape %s", who, (long long)d_in,
+                 ac_shape_str(x));
+}
+
+/* ---- SelfAttention ------------------------------------------------------------------------ */
+
+static Tensor *sa_fwd(nn_Module *m, Tensor *x) { return nn_SelfAttention_forward((nn_SelfAttention *)m, x); }
+
+nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) {
+    nn_SelfAttention *s = alloc_module(sizeof *s);
+    nn_module_init(&s->module, "SelfAttention", sa_fwd);
+    s->d_out_kq = d_out_kq;                                  /* self.d_out_kq = d_out_kq */
+    qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value);
+    return s;
+}
+
+Tensor *nn_SelfAttention_forward(nn_SelfAttention *self, Tensor *x) {
+    check_input(x, self->W_query->shape[0], "SelfAttention");
+    Tensor *keys = torch_matmul(x, self->W_key);             /* keys = x @ self.W_key */
+    Tensor *queries = torch_matmul(x, self->W_query);        /* queries = x @ self.W_query */
+    Tensor *values = torch_matmul(x, self->W_value);         /* values = x @ self.W_value */
+    Tensor *attn_scores = torch_matmul(queries, torch_T(keys)); /* attn_scores = queries @ keys.T */
+    Tensor *attn_weights = torch_softmax(                    /* attn_weights = torch.softmax( */
+        torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1); /* attn_scores / self.d_out_kq**0.5, dim=-1) */
+    return torch_matmul(attn_weights, values);               /* return attn_weights @ values */
+}
+
+/* ---- MultiHeadAttentionWrapper ----------------------------------------------------------- */
+
+static Tensor *mhw_fwd(nn_Module *m, Tensor *x) {
+    return nn_MultiHeadAttentionWrapper_forward((nn_MultiHeadAttentionWrapper *)m, x);
+}
+
+static nn_MultiHeadAttentionWrapper *wrapper(int num_heads) {
+    if (num_heads < 1) ac_error("MultiHeadAttentionWrapper: num_heads must be >= 1, got %d", num_heads);
+    nn_MultiHeadAttentionWrapper *w = alloc_module(sizeof *w);
+    nn_module_init(&w->module, "MultiHeadAttentionWrapper", mhw_fwd);
+    w->heads = nn_ModuleList_new();
+    nn_register_module(&w->module, "heads", &w->heads->module);
+    return w;
+}
+
+nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v,
+                                                               int num_heads) {
+    nn_MultiHeadAttentionWrapper *w = wrapper(num_heads);
+    for (int h = 0; h < num_heads; h++) /* [SelfAttention(d_in, d_out_kq, d_out_v) for _ in range(num_heads)] */
+        nn_ModuleList_append(w->heads, &nn_SelfAttention_new(d_in, d_out_kq, d_out_v)->module);
+    return w;
+}
+
+nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new_causal(int64_t d_in, int64_t d_out_kq,
+                                                                      int64_t d_out_v, int64_t context_length,
+                                                                      double dropout, int num_heads) {
+    nn_MultiHeadAttentionWrapper *w = wrapper(num_heads);
+    for (int h = 0; h < num_heads; h++)
+        nn_ModuleList_append(w->heads,
+                             &nn_CausalAttention_new(d_in, d_out_kq, d_out_v, context_length, dropout)->module);
+    return w;
+}
+
+Tensor *nn_MultiHeadAttentionWrapper_forward(nn_MultiHeadAttentionWrapper *self, Tensor *x) {
+    int n = nn_ModuleList_len(self->heads);
+    Tensor **outs = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
+    for (int h = 0; h < n; h++) outs[h] = nn_forward(nn_ModuleList_get(self->heads, h), x); /* head(x) */
+    return torch_cat(n, outs, -1);                           /* torch.cat([...], dim=-1) */
+}
+
+/* ---- CausalAttention ------------------------------------------------------------------------ */
+
+static Tensor *causal_fwd(nn_Module *m, Tensor *x) { return nn_CausalAttention_forward((nn_CausalAttention *)m, x); }
+
+nn_CausalAttention *nn_CausalAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v, int64_t context_length,
+                                           double dropout) {
+    if (context_length < 1) ac_error("CausalAttention: context_length must be >= 1, got %lld", (long long)context_length);
+    nn_CausalAttention *c = alloc_module(sizeof *c);
+    nn_module_init(&c->module, "CausalAttention", causal_fwd);
+    c->d_out_kq = d_out_kq;
+    c->context_length = context_length;
+    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value);
+    c->dropout = nn_Dropout_new(dropout);
+    nn_register_module(&c->module, "dropout", &c->dropout->module);
+    ac_mark mk = ac_arena_mark();
+    c->mask = nn_register_buffer(&c->module, "mask", torch_triu(torch_ones(SHAPE(context_length, context_length)), 1));
+    ac_arena_release(mk);
+    return c;
+}
+
+/* mask.bool()[:t, :t], with a clear error for inputs longer than the context. */
+static Tensor *causal_mask(Tensor *mask, int64_t t, int64_t context_length, const char *who) {
+    if (t > context_length)
+        ac_error("%s: the input has %lld tokens, but the causal mask was built for context_length=%lld",
+                 who, (long long)t, (long long)context_length);
+    return torch_slice(torch_slice(torch_to_bool(mask), 0, 0, t), 1, 0, t);
+}
+
+Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x) {
+    check_input(x, self->W_query->shape[0], "CausalAttention");
+    if (x->ndim != 2 && x->ndim != 3)
+        ac_error("CausalAttention: expected input of shape (t, d_in) or (b, t, d_in), got %s", ac_shape_str(x));
+    int64_t t = x->shape[x->ndim - 2];
+    Tensor *keys = torch_matmul(x, self->W_key);
+    Tensor *queries = torch_matmul(x, self->W_query);
+    Tensor *values = torch_matmul(x, self->W_value);
+    Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, -2, -1));
+    attn_scores = torch_masked_fill(attn_scores, causal_mask(self->mask, t, self->context_length, "CausalAttention"),
+                                    -INFINITY);
+    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1);
+    attn_weights = nn_Dropout_forward(self->dropout, attn_weights);
+    self->last_attn_weights = attn_weights;
+    return torch_matmul(attn_weights, values);
+}
+
+/* ---- CrossAttention ------------------------------------------------------------------------- */
+
+nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) {
+    nn_CrossAttention *c = alloc_module(sizeof *c);
+    nn_module_init(&c->module, "CrossAttention", NULL);
+    c->d_out_kq = d_out_kq;
+    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value);
+    return c;
+}
+
+Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *x_2) {
+    check_input(x_1, self->W_query->shape[0], "CrossAttention (x_1)");
+    check_input(x_2, self->W_key->shape[0], "CrossAttention (x_2)");
+    Tensor *queries_1 = torch_matmul(x_1, self->W_query);    /* queries_1 = x_1 @ self.W_query */
+    Tensor *keys_2 = torch_matmul(x_2, self->W_key);         /* keys_2 = x_2 @ self.W_key */
+    Tensor *values_2 = torch_matmul(x_2, self->W_value);     /* values_2 = x_2 @ self.W_value */
+    Tensor *attn_scores = torch_matmul(queries_1, torch_T(keys_2)); /* attn_scores = queries_1 @ keys_2.T */
+    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1);
+    return torch_matmul(attn_weights, values_2);             /* return attn_weights @ values_2 */
+}
+
+/* ---- MultiHeadAttention (batched) --------------------------------------------------------- */
+
+static Tensor *mha_fwd(nn_Module *m, Tensor *x) { return nn_MultiHeadAttention_forward((nn_MultiHeadAttention *)m, x); }
+
+nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
+                                                 int64_t num_heads) {
+    if (num_heads < 1) ac_error("MultiHeadAttention: num_heads must be >= 1, got %lld", (long long)num_heads);
+    if (d_out % num_heads != 0)
+        ac_error("MultiHeadAttention: d_out must be divisible by num_heads (d_out=%lld, num_heads=%lld)",
+                 (long long)d_out, (long long)num_heads);
+    if (context_length < 1) ac_error("MultiHeadAttention: context_length must be >= 1, got %lld", (long long)context_length);
+    nn_MultiHeadAttention *a = alloc_module(sizeof *a);
+    nn_module_init(&a->module, "MultiHeadAttention", mha_fwd);
+    a->num_heads = num_heads;
+    a->head_dim = d_out / num_heads;
+    a->d_out = d_out;
+    a->context_length = context_length;
+    a->W_query = (nn_Linear *)nn_register_module(&a->module, "W_query", &nn_Linear_new(d_in, d_out, false)->module);
+    a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key", &nn_Linear_new(d_in, d_out, false)->module);
+    a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value", &nn_Linear_new(d_in, d_out, false)->module);
+    a->out_proj = (nn_Linear *)nn_register_module(&a->module, "out_proj", &nn_Linear_new(d_out, d_out, true)->module);
+    ac_mark mk = ac_arena_mark();
+    a->mask = nn_register_buffer(&a->module, "mask", torch_triu(torch_ones(SHAPE(context_length, context_length)), 1));
+    ac_arena_release(mk);
+    return a;
+}
+
+Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
+    ac_check_defined(x, "MultiHeadAttention");
+    if (x->ndim != 3) ac_error("MultiHeadAttention: expected input of shape (b, t, d_in), got %s", ac_shape_str(x));
+    int64_t b = x->shape[0], t = x->shape[1];                /* b, t, _ = x.shape */
+    int64_t h = self->num_heads, dh = self->head_dim;        /* h, dh = self.num_heads, self.head_dim */
+    Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
+    /* queries = self.W_query(x).view(b, t, h, dh).transpose(1, 2)   # (b, h, t, dh) */
+    Tensor *queries = torch_transpose(torch_view(nn_Linear_forward(self->W_query, x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(self->W_key, x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *values = torch_transpose(torch_view(nn_Linear_forward(self->W_value, x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
+    attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
+    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
+    /* context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, t, h * dh) */
+    Tensor *context = torch_view(torch_contiguous(torch_transpose(torch_matmul(attn_weights, values), 1, 2)),
+                                 SHAPE(b, t, h * dh));
+    return nn_Linear_forward(self->out_proj, context);       /* return self.out_proj(context) */
+}

@@ -1,0 +1,171 @@
+/* nn_Module: named parameters, buffers and submodules in registration order,
+ * and what PyTorch's nn.Module does with them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "nn.h"
+
+static char *dup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = malloc(n);
+    if (!p) ac_error("nn: out of memory");
+    memcpy(p, s, n);
+    return p;
+}
+
+static void *grow(void *arr, int n, size_t elem) {
+    void *p = realloc(arr, (size_t)(n + 1) * elem);
+    if (!p) ac_error("nn: out of memory");
+    return p;
+}
+
+Tensor *nn_Parameter(Tensor *data) {
+    ac_check_defined(data, "Parameter");
+    Tensor *p = torch_persist(data);
+    torch_requires_grad_(p, true);
+    p->is_param = true;
+    return p;
+}
+
+void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward) {
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    m->training = true;
+    m->forward = forward;
+}
+
+Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
+    Tensor *p = nn_Parameter(data);
+    m->params = grow(m->params, m->n_params, sizeof *m->params);
+    m->params[m->n_params++] = (nn_Named){dup(name), p};
+    return p;
+}
+
+Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) {
+    Tensor *b = torch_persist(data);
+    m->buffers = grow(m->buffers, m->n_buffers, sizeof *m->buffers);
+    m->buffers[m->n_buffers++] = (nn_Named){dup(name), b};
+    return b;
+}
+
+nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child) {
+    m->children = grow(m->children, m->n_children, sizeof *m->children);
+    m->children[m->n_children++] = (nn_Child){dup(name), child};
+    return child;
+}
+
+Tensor *nn_forward(nn_Module *m, Tensor *x) {
+    if (!m->forward) ac_error("nn_forward: %s has no one-input forward", m->type);
+    return m->forward(m, x);
+}
+
+/* named_modules() order: the module itself, then each child depth-first. */
+typedef struct { int n, cap; const char **names; Tensor **tensors; } List;
+
+static void add(List *l, const char *prefix, const char *name, Tensor *t) {
+    if (l->n == l->cap) {
+        int cap = l->cap ? l->cap * 2 : 16;
+        const char **nn = ac_arena_alloc(sizeof(char *) * (size_t)cap);
+        Tensor **nt = ac_arena_alloc(sizeof(Tensor *) * (size_t)cap);
+        if (l->n) {
+            memcpy(nn, l->names, sizeof(char *) * (size_t)l->n);
+            memcpy(nt, l->tensors, sizeof(Tensor *) * (size_t)l->n);
+        }
+        l->names = nn;
+        l->tensors = nt;
+        l->cap = cap;
+    }
+    size_t len = strlen(prefix) + strlen(name) + 1;
+    char *full = ac_arena_alloc(len);
+    snprintf(full, len, "%s%s", prefix, name);
+    l->names[l->n] = full;
+    l->tensors[l->n++] = t;
+}
+
+static void walk(nn_Module *m, const char *prefix, List *l, bool params, bool buffers) {
+    /* PyTorch's state_dict(): per module, its parameters then its buffers; then children */
+    if (params)
+        for (int i = 0; i < m->n_params; i++) add(l, prefix, m->params[i].name, m->params[i].t);
+    if (buffers)
+        for (int i = 0; i < m->n_buffers; i++) add(l, prefix, m->buffers[i].name, m->buffers[i].t);
+    for (int i = 0; i < m->n_children; i++) {
+        size_t len = strlen(prefix) + strlen(m->children[i].name) + 2;
+        char *p = ac_arena_alloc(len);
+        snprintf(p, len, "%s%s.", prefix, m->children[i].name);
+        walk(m->children[i].m, p, l, params, buffers);
+    }
+}
+
+static nn_TensorList collect(nn_Module *m, bool buffers) {
+    List l = {0};
+    walk(m, "", &l, true, buffers);
+    return (nn_TensorList){l.n, l.names, l.tensors};
+}
+
+nn_TensorList nn_named_parameters(nn_Module *m) { return collect(m, false); }
+nn_TensorList nn_state_dict(nn_Module *m) { return collect(m, true); }
+
+int64_t nn_num_parameters(nn_Module *m) {
+    ac_mark mk = ac_arena_mark();
+    nn_TensorList l = nn_named_parameters(m);
+    int64_t n = 0;
+    for (int i = 0; i < l.n; i++) n += torch_numel(l.tensors[i]);
+    ac_arena_release(mk);
+    return n;
+}
+
+void nn_zero_grad(nn_Module *m) {
+    for (int i = 0; i < m->n_params; i++) torch_zero_grad_(m->params[i].t);
+    for (int i = 0; i < m->n_children; i++) nn_zero_grad(m->children[i].m);
+}
+
+void nn_train(nn_Module *m, bool mode) {
+    m->training = mode;
+    for (int i = 0; i < m->n_children; i++) nn_train(m->children[i].m, mode);
+}
+
+void nn_eval(nn_Module *m) { nn_train(m, false); }
+
+void nn_free(nn_Module *m) {
+    if (!m) return;
+    for (int i = 0; i < m->n_params; i++) {
+        torch_free(m->params[i].t);
+        free(m->params[i].name);
+    }
+    for (int i = 0; i < m->n_buffers; i++) {
+        torch_free(m->buffers[i].t);
+        free(m->buffers[i].name);
+    }
+    for (int i = 0; i < m->n_children; i++) {
+        nn_free(m->children[i].m);
+        free(m->children[i].name);
+    }
+    free(m->params);
+    free(m->buffers);
+    free(m->children);
+    free(m); /* every module struct starts with its nn_Module */
+}
+
+/* ---- ModuleList ---------------------------------------------------------------------- */
+
+nn_ModuleList *nn_ModuleList_new(void) {
+    nn_ModuleList *l = malloc(sizeof *l);
+    if (!l) ac_error("nn: out of memory");
+    nn_module_init(&l->module, "ModuleList", NULL);
+    return l;
+}
+
+void nn_ModuleList_append(nn_ModuleList *self, nn_Module *m) {
+    char name[24];
+    snprintf(name, sizeof name, "%d", self->module.n_children);
+    nn_register_module(&self->module, name, m);
+}
+
+int nn_ModuleList_len(nn_ModuleList *self) { return self->module.n_children; }
+
+nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i) {
+    int n = self->module.n_children;
+    if (i < -n || i >= n) ac_error("ModuleList: index %d is out of range (len %d)", i, n);
+    return self->module.children[i < 0 ? i + n : i].m;
+}

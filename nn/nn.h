@@ -1,0 +1,144 @@
+/* nn: parameters and modules that mirror PyTorch's classes.
+ *
+ *     Python                                   C
+ *     nn.Parameter(torch.rand(3, 2))           nn_Parameter(torch_rand(SHAPE(3, 2)))
+ *     sa = SelfAttention(3, 2, 4)              nn_SelfAttention *sa = nn_SelfAttention_new(3, 2, 4);
+ *     sa(x)                                    nn_SelfAttention_forward(sa, x)  (or nn_forward(&sa->module, x))
+ *     sa.W_query                               sa->W_query
+ *     sa.named_parameters()                    nn_named_parameters(&sa->module)
+ *     sa.zero_grad() / sa.train() / sa.eval()  nn_zero_grad / nn_train / nn_eval (&sa->module)
+ *     del sa                                   nn_free(&sa->module)
+ *
+ * Every module struct starts with an nn_Module, which holds its parameters,
+ * buffers and submodules by name in registration order. Constructors create
+ * parameters in the order the PyTorch __init__ does, so the same seed gives the
+ * same weights. Parameters and buffers are long-lived (torch_persist); what a
+ * forward makes lives in the arena.
+ */
+#ifndef ATTENTION_NN_H
+#define ATTENTION_NN_H
+
+#include "tensor.h"
+
+typedef struct nn_Module nn_Module;
+typedef Tensor *(*nn_forward_fn)(nn_Module *m, Tensor *x);
+
+typedef struct { char *name; Tensor *t; } nn_Named;
+typedef struct { char *name; nn_Module *m; } nn_Child;
+
+struct nn_Module {
+    const char *type;        /* class name, "Linear" */
+    bool training;
+    nn_forward_fn forward;   /* one-input forward, NULL for CrossAttention */
+    int n_params, n_buffers, n_children;
+    nn_Named *params, *buffers;
+    nn_Child *children;
+};
+
+/* A list of named tensors (arena): what named_parameters() / state_dict() give. */
+typedef struct { int n; const char **names; Tensor **tensors; } nn_TensorList;
+
+Tensor *nn_Parameter(Tensor *data);          /* long-lived leaf that requires grad */
+void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward);
+Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data); /* takes nn_Parameter(data) */
+Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
+nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
+Tensor *nn_forward(nn_Module *m, Tensor *x);
+nn_TensorList nn_named_parameters(nn_Module *m);  /* "attn.W_query.weight", registration order */
+nn_TensorList nn_state_dict(nn_Module *m);        /* parameters and buffers, PyTorch's order */
+int64_t nn_num_parameters(nn_Module *m);
+void nn_zero_grad(nn_Module *m);                  /* 1.13 default: .grad.zero_() */
+void nn_train(nn_Module *m, bool mode);
+void nn_eval(nn_Module *m);
+void nn_free(nn_Module *m);                       /* the module, its parameters and submodules */
+
+/* ---- layers ------------------------------------------------------------------- */
+
+typedef struct { nn_Module module; int64_t in_features, out_features; Tensor *weight, *bias; } nn_Linear;
+nn_Linear *nn_Linear_new(int64_t in_features, int64_t out_features, bool bias);
+Tensor *nn_Linear_forward(nn_Linear *self, Tensor *x);
+
+typedef struct { nn_Module module; int64_t num_embeddings, embedding_dim, padding_idx; Tensor *weight; } nn_Embedding;
+nn_Embedding *nn_Embedding_new(int64_t num_embeddings, int64_t embedding_dim); /* padding_idx None */
+nn_Embedding *nn_Embedding_new_padded(int64_t num_embeddings, int64_t embedding_dim, int64_t padding_idx);
+Tensor *nn_Embedding_forward(nn_Embedding *self, Tensor *indices);
+
+typedef struct { nn_Module module; double p; } nn_Dropout;
+nn_Dropout *nn_Dropout_new(double p);
+Tensor *nn_Dropout_forward(nn_Dropout *self, Tensor *x);
+
+typedef struct { nn_Module module; int64_t normalized_shape; double eps; Tensor *weight, *bias; } nn_LayerNorm;
+nn_LayerNorm *nn_LayerNorm_new(int64_t normalized_shape); /* eps 1e-5, elementwise_affine */
+Tensor *nn_LayerNorm_forward(nn_LayerNorm *self, Tensor *x);
+
+typedef struct { nn_Module module; } nn_GELU;
+nn_GELU *nn_GELU_new(void);
+Tensor *nn_GELU_forward(nn_GELU *self, Tensor *x);
+
+typedef struct { nn_Module module; } nn_ModuleList; /* children named "0", "1", ... */
+nn_ModuleList *nn_ModuleList_new(void);
+void nn_ModuleList_append(nn_ModuleList *self, nn_Module *m);
+int nn_ModuleList_len(nn_ModuleList *self);
+nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i);
+
+/* ---- the article's attention classes ------------------------------------------ */
+
+/* class SelfAttention(nn.Module):            (the article's compact class)
+ *     W_query, W_key: nn.Parameter(torch.rand(d_in, d_out_kq)); W_value: rand(d_in, d_out_v)
+ *     forward(x) = softmax((x W_query)(x W_key)^T / d_out_kq**0.5, dim=-1) @ (x W_value) */
+typedef struct { nn_Module module; int64_t d_out_kq; Tensor *W_query, *W_key, *W_value; } nn_SelfAttention;
+nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v);
+Tensor *nn_SelfAttention_forward(nn_SelfAttention *self, Tensor *x);
+
+/* class MultiHeadAttentionWrapper(nn.Module): heads = ModuleList of num_heads
+ * SelfAttention; forward(x) = torch.cat([head(x) for head in heads], dim=-1).
+ * nn_MultiHeadAttentionWrapper_new_causal builds it from CausalAttention heads. */
+typedef struct { nn_Module module; nn_ModuleList *heads; } nn_MultiHeadAttentionWrapper;
+nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v,
+                                                               int num_heads);
+nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new_causal(int64_t d_in, int64_t d_out_kq,
+                                                                      int64_t d_out_v, int64_t context_length,
+                                                                      double dropout, int num_heads);
+Tensor *nn_MultiHeadAttentionWrapper_forward(nn_MultiHeadAttentionWrapper *self, Tensor *x);
+
+/* The article's causal self-attention as a module (its Python would be):
+ * class CausalAttention(nn.Module):
+ *     def __init__(self, d_in, d_out_kq, d_out_v, context_length, dropout):
+ *         W_query, W_key, W_value as in SelfAttention; self.dropout = nn.Dropout(dropout)
+ *         self.register_buffer("mask", torch.triu(torch.ones(context_length, context_length), diagonal=1))
+ *     def forward(self, x):                   # x: (t, d_in) or (b, t, d_in)
+ *         attn_scores = queries @ keys.transpose(-2, -1)
+ *         attn_scores = attn_scores.masked_fill(self.mask.bool()[:t, :t], -torch.inf)
+ *         attn_weights = self.dropout(torch.softmax(attn_scores / self.d_out_kq**0.5, dim=-1))
+ *         return attn_weights @ values */
+typedef struct {
+    nn_Module module;
+    int64_t d_out_kq, context_length;
+    Tensor *W_query, *W_key, *W_value, *mask;
+    nn_Dropout *dropout;
+    Tensor *last_attn_weights; /* the weights of the last forward (arena), to look at */
+} nn_CausalAttention;
+nn_CausalAttention *nn_CausalAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v,
+                                           int64_t context_length, double dropout);
+Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x);
+
+/* class CrossAttention(nn.Module): the article's bonus section; queries from
+ * x_1, keys and values from x_2. */
+typedef struct { nn_Module module; int64_t d_out_kq; Tensor *W_query, *W_key, *W_value; } nn_CrossAttention;
+nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v);
+Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *x_2);
+
+/* class MultiHeadAttention(nn.Module): the batched form of toy_lm.py: one
+ * Linear each for Q, K, V over all heads, view/transpose to (b, h, t, dh), the
+ * causal mask, out_proj. d_out % num_heads != 0 is an error. */
+typedef struct {
+    nn_Module module;
+    int64_t num_heads, head_dim, d_out, context_length;
+    nn_Linear *W_query, *W_key, *W_value, *out_proj;
+    Tensor *mask;
+} nn_MultiHeadAttention;
+nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
+                                                 int64_t num_heads);
+Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x);
+
+#endif

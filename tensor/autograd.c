@@ -1,0 +1,255 @@
+/* The reverse-mode engine, micrograd-style: each op records a Node with its
+ * inputs; backward() orders the graph topologically (iteratively: a graph
+ * 100,000 nodes deep must not overflow the C stack), then sweeps it in reverse,
+ * each node adding (+=) its inputs' gradients. Leaves keep .grad across calls
+ * (gradients accumulate until zeroed, as in PyTorch); non-leaf gradients live
+ * only during the sweep. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static bool grad_enabled = true;
+static uint32_t generation;
+
+bool torch_is_grad_enabled(void) { return grad_enabled; }
+bool torch_set_grad_enabled(bool enabled) {
+    bool prev = grad_enabled;
+    grad_enabled = enabled;
+    return prev;
+}
+
+const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+
+bool ac_needs_grad(const Tensor *t) { return t && t->requires_grad; }
+
+Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs) {
+    if (!grad_enabled) return NULL;
+    bool any = false;
+    for (int i = 0; i < n; i++) any = any || ac_needs_grad(inputs[i]);
+    if (!any) return NULL;
+    Node *node = ac_arena_alloc(sizeof(Node));
+    memset(node, 0, sizeof *node);
+    node->name = name;
+    node->backward = fn;
+    node->n_inputs = n;
+    node->inputs = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) node->inputs[i] = inputs[i];
+    node->out = out;
+    out->grad_fn = node;
+    out->requires_grad = true;
+    return node;
+}
+
+Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
+    ac_check_defined(t, "requires_grad_");
+    if (t->grad_fn) {
+        if (!requires_grad)
+            ac_error("requires_grad_: you can only change requires_grad flags of leaf variables. "
+                     "If you want to use a computed variable in a subgraph that doesn't require "
+                     "differentiation use var_no_grad = var.detach().");
+        return t;
+    }
+    if (requires_grad && t->dtype != AC_FLOAT32)
+        ac_error("requires_grad_: only Tensors of floating point dtype can require gradients (got %s)",
+                 ac_dtype_name(t->dtype));
+    if (requires_grad && !t->gradbuf_) {
+        /* The gradient's storage shares the leaf's lifetime: persistent leaves
+         * get a persistent buffer, arena leaves one in the arena. */
+        Tensor *z = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
+        t->gradbuf_ = t->persistent ? torch_persist(z) : z;
+    }
+    t->requires_grad = requires_grad;
+    return t;
+}
+
+void torch_zero_grad_(Tensor *t) {
+    if (t && t->grad) memset(t->grad->data, 0, sizeof(float) * (size_t)torch_numel(t->grad));
+}
+
+static void add_into(float *dst, const float *src, int64_t n) {
+    for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+}
+
+void ac_accum(Tensor *x, Tensor *g) {
+    if (!ac_needs_grad(x)) return;
+    if (torch_numel(g) != torch_numel(x))
+        ac_error("autograd: gradient of shape %s for a tensor of shape %s (internal error)",
+                 ac_shape_str(g), ac_shape_str(x));
+    const float *gd = ac_cdata(g);
+    int64_t n = torch_numel(x);
+    if (!x->grad_fn) { /* a leaf: .grad += g */
+        if (!x->gradbuf_) torch_requires_grad_(x, true);
+        if (!x->grad) {
+            x->grad = x->gradbuf_;
+            memcpy(x->grad->data, gd, sizeof(float) * (size_t)n);
+        } else {
+            add_into(x->grad->data, gd, n);
+        }
+        return;
+    }
+    if (!x->bgrad_) { /* borrow: g is not written to again by anyone */
+        x->bgrad_ = g;
+        x->bgrad_owned_ = false;
+    } else if (x->bgrad_owned_) {
+        add_into(x->bgrad_->data, gd, n);
+    } else {
+        Tensor *s = ac_new_like(x);
+        const float *a = ac_cdata(x->bgrad_);
+        float *o = s->data;
+        for (int64_t i = 0; i < n; i++) o[i] = a[i] + gd[i];
+        x->bgrad_ = s;
+        x->bgrad_owned_ = true;
+    }
+}
+
+/* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
+ * size 1 (the tinygrad #104 bug lives here). */
+Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
+    if (g->ndim == like->ndim) {
+        bool same = true;
+        for (int i = 0; i < g->ndim; i++) same = same && g->shape[i] == like->shape[i];
+        if (same) return g;
+    }
+    int lead = g->ndim - like->ndim;
+    Tensor *out = ac_new_zeros(AC_FLOAT32, like->ndim, like->shape);
+    int64_t ostr[AC_MAX_DIMS]; /* strides of out seen through g's shape */
+    for (int d = 0; d < g->ndim; d++) {
+        int ld = d - lead;
+        ostr[d] = (ld < 0 || like->shape[ld] == 1) ? 0 : out->stride[ld];
+    }
+    const float *gd = ac_cdata(g);
+    float *o = out->data;
+    int64_t n = torch_numel(g), idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        o[off] += gd[k];
+        for (int d = g->ndim - 1; d >= 0; d--) {
+            off += ostr[d];
+            if (++idx[d] < g->shape[d]) break;
+            off -= ostr[d] * g->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return out;
+}
+
+/* ---- the backward sweep ------------------------------------------------------------ */
+
+typedef struct { Tensor **v; size_t n, cap; } Vec;
+static void vpush(Vec *v, Tensor *t) {
+    if (v->n == v->cap) {
+        v->cap = v->cap ? v->cap * 2 : 256;
+        Tensor **nv = realloc(v->v, v->cap * sizeof *nv);
+        if (!nv) { free(v->v); ac_error("backward: out of memory"); }
+        v->v = nv;
+    }
+    v->v[v->n++] = t;
+}
+
+/* Post-order DFS with an explicit stack of (tensor, next input) frames. */
+typedef struct { Tensor *t; int k; } Frame;
+
+static void topo_sort(Tensor *root, Vec *order) {
+    size_t n = 0, cap = 256;
+    Frame *st = malloc(cap * sizeof *st);
+    if (!st) ac_error("backward: out of memory");
+    generation++;
+    root->visit_ = generation;
+    st[n++] = (Frame){root, 0};
+    while (n) {
+        Frame *f = &st[n - 1];
+        Node *g = f->t->grad_fn;
+        Tensor *child = NULL;
+        while (g && f->k < g->n_inputs) {
+            Tensor *in = g->inputs[f->k++];
+            if (in && in->requires_grad && in->visit_ != generation) {
+                child = in;
+                break;
+            }
+        }
+        if (!child) {
+            vpush(order, f->t);
+            n--;
+            continue;
+        }
+        child->visit_ = generation;
+        if (n == cap) {
+            Frame *ns = realloc(st, 2 * cap * sizeof *st);
+            if (!ns) { free(st); ac_error("backward: out of memory"); }
+            st = ns;
+            cap *= 2;
+        }
+        st[n++] = (Frame){child, 0};
+    }
+    free(st);
+}
+
+void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
+    ac_check_defined(root, "backward");
+    if (!root->requires_grad)
+        ac_error("backward: element 0 of tensors does not require grad and does not have a grad_fn");
+    if (!gradient && torch_numel(root) != 1)
+        ac_error("backward: grad can be implicitly created only for scalar outputs (got shape %s)",
+                 ac_shape_str(root));
+    if (gradient) {
+        ac_check_float(gradient, "backward");
+        if (gradient->ndim != root->ndim || torch_numel(gradient) != torch_numel(root) ||
+            memcmp(gradient->shape, root->shape, sizeof(int64_t) * (size_t)root->ndim) != 0)
+            ac_error("backward: Mismatch in shape: grad_output[0] has a shape of torch.Size(%s) and "
+                     "output[0] has a shape of torch.Size(%s).", ac_shape_str(gradient), ac_shape_str(root));
+    }
+    bool prev = torch_set_grad_enabled(false);
+    Tensor *seed = gradient ? ac_materialize(gradient) : torch_ones_like(root);
+    if (!root->grad_fn) { /* backward on a leaf: its grad is the seed */
+        ac_accum(root, seed);
+        torch_set_grad_enabled(prev);
+        return;
+    }
+    Vec order = {0};
+    topo_sort(root, &order);
+    for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad_ = NULL;
+    root->bgrad_ = seed;
+    root->bgrad_owned_ = true;
+    for (size_t i = order.n; i-- > 0;) {
+        Tensor *t = order.v[i];
+        Node *n = t->grad_fn;
+        if (!n || !t->bgrad_) continue;
+        if (n->freed)
+            ac_error("backward: Trying to backward through the graph a second time (or directly access "
+                     "saved tensors after they have already been freed). Saved intermediate values of "
+                     "the graph are freed when you call .backward() or autograd.grad(). Specify "
+                     "retain_graph=True if you need to backward through the graph a second time or if "
+                     "you need to access saved tensors after calling backward. (node %s)", n->name);
+        Tensor *g = t->bgrad_;
+        t->bgrad_ = NULL;
+        n->backward(n, g);
+        if (!retain_graph && n->uses_saved) n->freed = true;
+    }
+    free(order.v);
+    torch_set_grad_enabled(prev);
+}
+
+void torch_backward(Tensor *t, Tensor *gradient) { torch_backward_ex(t, gradient, false); }
+
+/* ---- broadcasting ------------------------------------------------------------------- */
+
+bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < n; i++) {
+        int ia = a->ndim - n + i, ib = b->ndim - n + i;
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1) return false;
+        shape[i] = sa == 1 ? sb : sa;
+    }
+    *ndim = n;
+    return true;
+}
+
+void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t cs[AC_MAX_DIMS];
+    ac_contiguous_strides(t->ndim, t->shape, cs);
+    for (int i = 0; i < ndim; i++) {
+        int it = t->ndim - ndim + i;
+        stride[i] = (it < 0 || (t->shape[it] == 1 && shape[i] != 1)) ? 0 : cs[it];
+    }
+}

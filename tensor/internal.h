@@ -1,0 +1,70 @@
+/* Private helpers shared by the tensor/ sources: graph nodes, new tensors,
+ * broadcasting, gradient accumulation. Not part of the public API. */
+#ifndef ATTENTION_INTERNAL_H
+#define ATTENTION_INTERNAL_H
+
+#include "tensor.h"
+
+/* One node of the backward graph: what made a tensor, and how to send its
+ * gradient back to the inputs. backward() receives the gradient of `out`
+ * (contiguous, out's shape) and calls ac_accum() once per input. */
+typedef struct Node Node;
+typedef void (*ac_backward_fn)(Node *n, Tensor *grad_out);
+struct Node {
+    const char *name;        /* PyTorch 1.13's grad_fn name */
+    ac_backward_fn backward;
+    int n_inputs;
+    Tensor **inputs;         /* inputs[i] may be NULL (no grad path) */
+    Tensor *out;
+    Tensor *saved[3];        /* extra tensors the backward needs */
+    double f[4];             /* scalars the backward needs */
+    int64_t i[AC_MAX_DIMS * 2];
+    void *ctx;               /* op-specific data in the arena */
+    bool uses_saved;         /* a second backward after freeing is an error */
+    bool freed;
+};
+
+/* New contiguous tensors in the arena. ac_new leaves data uninitialised. */
+Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape);
+Tensor *ac_new_zeros(ac_dtype dtype, int ndim, const int64_t *shape);
+Tensor *ac_new_like(const Tensor *t);                       /* float32, t's shape */
+Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape,
+                   const int64_t *stride, int64_t offset);  /* shares storage */
+void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
+int64_t ac_shape_numel(int ndim, const int64_t *shape);
+size_t ac_dtype_size(ac_dtype d);
+const char *ac_dtype_name(ac_dtype d);
+
+/* Contiguous float data of t (t itself when contiguous, else a copy). */
+const float *ac_cdata(Tensor *t);
+Tensor *ac_materialize(Tensor *t);          /* contiguous copy without autograd */
+void ac_copy_strided(Tensor *dst_contig, const Tensor *src);
+
+/* Checks. */
+char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */
+
+/* Graph construction: returns NULL (and records nothing) when grad mode is
+ * off or no input requires grad; else marks out as requiring grad. */
+Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs);
+#define AC_NODE(name, fn, out, ...) ac_node(name, fn, out, TENSORS(__VA_ARGS__))
+bool ac_needs_grad(const Tensor *t);        /* input wants a gradient */
+void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
+Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
+
+/* Broadcasting of two shapes; returns false when they cannot broadcast. */
+bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape);
+/* Strides of t (contiguous) seen through the broadcast shape (0 where expanded). */
+void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride);
+
+/* Reductions with PyTorch's summation order. */
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
+float ac_lane8_sum(const float *x, int64_t n);
+
+/* C[M,N] = A[M,K] @ B[K,N], row-major with leading dims; sums run over k in
+ * order (as reference BLAS does). accumulate: C += instead of C =. */
+void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
+             const float *B, int64_t ldb, float *C, int64_t ldc, bool accumulate);
+/* out = src^T for a row-major [rows, cols] matrix. */
+void ac_transpose2d(const float *src, int64_t rows, int64_t cols, float *out);
+
+#endif

@@ -1,0 +1,81 @@
+/* cat and stack: join tensors along a dim; the backward hands each input its
+ * own slice of the gradient. */
+#include <string.h>
+
+#include "internal.h"
+
+static void cat_backward(Node *n, Tensor *g) {
+    int64_t dim = n->i[0], at = 0;
+    bool stack = n->i[1] != 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        Tensor *x = n->inputs[k];
+        int64_t len = stack ? 1 : x->shape[dim];
+        if (ac_needs_grad(x)) {
+            int64_t shape[AC_MAX_DIMS];
+            memcpy(shape, g->shape, sizeof shape);
+            shape[dim] = len;
+            Tensor *part = ac_materialize(ac_view_of(g, g->ndim, shape, g->stride, g->offset + at * g->stride[dim]));
+            if (stack) { /* drop the stacked dim */
+                int64_t st[AC_MAX_DIMS];
+                ac_contiguous_strides(x->ndim, x->shape, st);
+                part = ac_view_of(part, x->ndim, x->shape, st, 0);
+            }
+            ac_accum(x, part);
+        }
+        at += len;
+    }
+}
+
+static Tensor *join(int n, Tensor **ts, int64_t dim, bool stack) {
+    const char *op = stack ? "stack" : "cat";
+    if (n <= 0) ac_error("%s: expected a non-empty list of Tensors", op);
+    for (int k = 0; k < n; k++) ac_check_float(ts[k], op);
+    const Tensor *t0 = ts[0];
+    int nd = t0->ndim + (stack ? 1 : 0);
+    if (!stack && t0->ndim == 0) ac_error("cat: zero-dimensional tensor (at position 0) cannot be concatenated");
+    int64_t d = ac_wrap_dim(dim, nd, op);
+    int64_t shape[AC_MAX_DIMS], total = 0;
+    for (int k = 0; k < n; k++) {
+        const Tensor *t = ts[k];
+        if (t->ndim != t0->ndim)
+            ac_error("%s: Tensors must have same number of dimensions: got %d and %d (tensor number %d in the list)",
+                     op, t0->ndim, t->ndim, k);
+        for (int i = 0; i < t0->ndim; i++) {
+            if (stack && t->shape[i] != t0->shape[i])
+                ac_error("stack: stack expects each tensor to be equal size, but got %s at entry 0 and %s "
+                         "at entry %d", ac_shape_str(t0), ac_shape_str(t), k);
+            if (!stack && i != d && t->shape[i] != t0->shape[i])
+                ac_error("cat: Sizes of tensors must match except in dimension %lld. Expected size %lld but "
+                         "got size %lld for tensor number %d in the list.", (long long)d,
+                         (long long)t0->shape[i], (long long)t->shape[i], k);
+        }
+        total += stack ? 1 : t->shape[d];
+    }
+    if (stack)
+        for (int i = 0, j = 0; i < nd; i++) shape[i] = i == d ? total : t0->shape[j++];
+    else
+        for (int i = 0; i < nd; i++) shape[i] = i == d ? total : t0->shape[i];
+    Tensor *out = ac_new(AC_FLOAT32, nd, shape);
+    /* copy each input as a block of [outer, len * inner] */
+    int64_t outer = 1, inner = 1;
+    for (int i = 0; i < d; i++) outer *= shape[i];
+    for (int i = (int)d + 1; i < nd; i++) inner *= shape[i];
+    float *o = out->data;
+    int64_t at = 0;
+    for (int k = 0; k < n; k++) {
+        int64_t len = stack ? 1 : ts[k]->shape[d];
+        const float *x = ac_cdata(ts[k]);
+        for (int64_t r = 0; r < outer; r++)
+            memcpy(o + (r * total + at) * inner, x + r * len * inner, sizeof(float) * (size_t)(len * inner));
+        at += len;
+    }
+    Node *node = ac_node(stack ? "StackBackward0" : "CatBackward0", cat_backward, out, n, ts);
+    if (node) {
+        node->i[0] = d;
+        node->i[1] = stack;
+    }
+    return out;
+}
+
+Tensor *torch_cat(int n, Tensor **ts, int64_t dim) { return join(n, ts, dim, false); }
+Tensor *torch_stack(int n, Tensor **ts, int64_t dim) { return join(n, ts, dim, true); }

@@ -1,0 +1,220 @@
+/* Elementwise ops: add, sub, mul, div (broadcasting, and with a scalar), and
+ * the unary maths. Each forward is one loop per op (a switch outside the loop,
+ * never a function pointer per element); each backward sits right below. */
+#include <math.h>
+
+#include "internal.h"
+
+typedef enum { ADD, SUB, MUL, DIV } BinOp;
+static const char *const bin_names[] = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0"};
+static const char *const bin_ops[] = {"add", "sub", "mul", "div"};
+
+#define BIN_LOOP(n, EXPR)                                                      \
+    do {                                                                       \
+        for (int64_t j_ = 0; j_ < (n); j_++) { float x = pa[j_ * sa], y = pb[j_ * sb]; po[j_] = (EXPR); } \
+    } while (0)
+
+static void bin_row(BinOp op, const float *pa, int64_t sa, const float *pb, int64_t sb, float *po, int64_t n) {
+    switch (op) {
+    case ADD: BIN_LOOP(n, x + y); break;
+    case SUB: BIN_LOOP(n, x - y); break;
+    case MUL: BIN_LOOP(n, x * y); break;
+    case DIV: BIN_LOOP(n, x / y); break;
+    }
+}
+
+/* out = a op b with broadcasting, no autograd. */
+static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
+    int nd;
+    int64_t shape[AC_MAX_DIMS];
+    if (!ac_broadcast_shape(a, b, &nd, shape))
+        ac_error("%s: The size of tensor a (%s) must match the size of tensor b (%s) at a "
+                 "non-singleton dimension", bin_ops[op], ac_shape_str(a), ac_shape_str(b));
+    Tensor *out = ac_new(AC_FLOAT32, nd, shape);
+    const float *da = ac_cdata(a), *db = ac_cdata(b);
+    float *o = out->data;
+    int64_t n = torch_numel(out);
+    if (n == 0) return out;
+    if (torch_numel(a) == n && torch_numel(b) == n) {
+        bin_row(op, da, 1, db, 1, o, n);
+        return out;
+    }
+    int64_t sa[AC_MAX_DIMS], sb[AC_MAX_DIMS];
+    ac_broadcast_strides(a, nd, shape, sa);
+    ac_broadcast_strides(b, nd, shape, sb);
+    int64_t inner = nd ? shape[nd - 1] : 1, rows = n / inner;
+    int64_t isa = nd ? sa[nd - 1] : 0, isb = nd ? sb[nd - 1] : 0;
+    int64_t idx[AC_MAX_DIMS] = {0}, oa = 0, ob = 0;
+    for (int64_t r = 0; r < rows; r++) {
+        bin_row(op, da + oa, isa, db + ob, isb, o + r * inner, inner);
+        for (int d = nd - 2; d >= 0; d--) {
+            oa += sa[d];
+            ob += sb[d];
+            if (++idx[d] < shape[d]) break;
+            oa -= sa[d] * shape[d];
+            ob -= sb[d] * shape[d];
+            idx[d] = 0;
+        }
+    }
+    return out;
+}
+
+static void bin_backward(Node *n, Tensor *g) {
+    Tensor *a = n->inputs[0], *b = n->inputs[1];
+    BinOp op = (BinOp)n->i[0];
+    switch (op) {
+    case ADD:
+        ac_accum(a, ac_sum_to(g, a));
+        ac_accum(b, ac_sum_to(g, b));
+        break;
+    case SUB:
+        ac_accum(a, ac_sum_to(g, a));
+        if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(torch_neg(g), b));
+        break;
+    case MUL: /* d(a*b) = g*b, g*a */
+        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(MUL, g, b), a));
+        if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(bin_compute(MUL, g, a), b));
+        break;
+    case DIV: /* d(a/b) = g/b, -g*a/(b*b) */
+        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(DIV, g, b), a));
+        if (ac_needs_grad(b)) {
+            Tensor *num = bin_compute(MUL, torch_neg(g), a);
+            ac_accum(b, ac_sum_to(bin_compute(DIV, num, bin_compute(MUL, b, b)), b));
+        }
+        break;
+    }
+}
+
+static Tensor *binary(BinOp op, Tensor *a, Tensor *b) {
+    ac_check_float(a, bin_ops[op]);
+    ac_check_float(b, bin_ops[op]);
+    Tensor *out = bin_compute(op, a, b);
+    Node *n = AC_NODE(bin_names[op], bin_backward, out, a, b);
+    if (n) {
+        n->i[0] = op;
+        n->uses_saved = op == MUL || op == DIV;
+    }
+    return out;
+}
+
+Tensor *torch_add(Tensor *a, Tensor *b) { return binary(ADD, a, b); }
+Tensor *torch_sub(Tensor *a, Tensor *b) { return binary(SUB, a, b); }
+Tensor *torch_mul(Tensor *a, Tensor *b) { return binary(MUL, a, b); }
+Tensor *torch_div(Tensor *a, Tensor *b) { return binary(DIV, a, b); }
+
+/* ---- a tensor and a Python number: the number is cast to float32 first ---------- */
+
+static Tensor *scalar_compute(BinOp op, Tensor *a, float s) {
+    Tensor *out = ac_new_like(a);
+    bin_row(op, ac_cdata(a), 1, &s, 0, out->data, torch_numel(a));
+    return out;
+}
+
+static void scalar_backward(Node *n, Tensor *g) {
+    BinOp op = (BinOp)n->i[0];
+    float s = (float)n->f[0];
+    Tensor *a = n->inputs[0];
+    if (op == MUL) ac_accum(a, scalar_compute(MUL, g, s));
+    else if (op == DIV) ac_accum(a, scalar_compute(DIV, g, s));
+    else ac_accum(a, g);
+}
+
+static Tensor *scalar_op(BinOp op, Tensor *a, double s) {
+    ac_check_float(a, bin_ops[op]);
+    Tensor *out = scalar_compute(op, a, (float)s);
+    Node *n = AC_NODE(bin_names[op], scalar_backward, out, a);
+    if (n) {
+        n->i[0] = op;
+        n->f[0] = s;
+    }
+    return out;
+}
+
+Tensor *torch_add_scalar(Tensor *a, double s) { return scalar_op(ADD, a, s); }
+Tensor *torch_sub_scalar(Tensor *a, double s) { return scalar_op(SUB, a, s); }
+Tensor *torch_mul_scalar(Tensor *a, double s) { return scalar_op(MUL, a, s); }
+Tensor *torch_div_scalar(Tensor *a, double s) { return scalar_op(DIV, a, s); }
+
+/* ---- unary -------------------------------------------------------------------------- */
+
+typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU } UnOp;
+static const char *const un_names[] = {"NegBackward0", "ExpBackward0", "LogBackward0", "SqrtBackward0",
+                                       "PowBackward0", "ReluBackward0", "TanhBackward0", "GeluBackward0"};
+static const char *const un_ops[] = {"neg", "exp", "log", "sqrt", "pow", "relu", "tanh", "gelu"};
+
+#define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
+
+static float pow_scalar(float x, double e) {
+    /* PyTorch special-cases these exponents (pow_tensor_scalar_optimized_kernel). */
+    if (e == 2.0) return x * x;
+    if (e == 3.0) return x * x * x;
+    if (e == 0.5) return sqrtf(x);
+    if (e == -0.5) return 1.0f / sqrtf(x);
+    if (e == -1.0) return 1.0f / x;
+    if (e == -2.0) return 1.0f / (x * x);
+    return powf(x, (float)e);
+}
+
+static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e) {
+    switch (op) {
+    case NEG: UN_LOOP(-x); break;
+    case EXP: UN_LOOP(expf(x)); break;
+    case LOG: UN_LOOP(logf(x)); break;
+    case SQRT: UN_LOOP(sqrtf(x)); break;
+    case POW: UN_LOOP(pow_scalar(x, e)); break;
+    case RELU: UN_LOOP(x > 0.0f ? x : (isnan(x) ? x : 0.0f)); break;
+    case TANH: UN_LOOP(tanhf(x)); break;
+    case GELU: UN_LOOP(x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2))); break;
+    }
+}
+
+static void un_backward(Node *n, Tensor *gt) {
+    Tensor *a = n->inputs[0];
+    UnOp op = (UnOp)n->i[0];
+    const float *g = ac_cdata(gt), *x = ac_cdata(a), *y = ac_cdata(n->out);
+    Tensor *rt = ac_new_like(a);
+    float *r = rt->data;
+    int64_t len = torch_numel(a);
+    float e = (float)n->f[0];
+    const float beta = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
+    for (int64_t i = 0; i < len; i++) {
+        switch (op) {
+        case NEG: r[i] = -g[i]; break;
+        case EXP: r[i] = g[i] * y[i]; break;               /* d e^x = e^x */
+        case LOG: r[i] = g[i] / x[i]; break;               /* d log x = 1/x */
+        case SQRT: r[i] = g[i] / (2.0f * y[i]); break;     /* d sqrt x = 1/(2 sqrt x) */
+        case POW: r[i] = e == 0.0f ? 0.0f : g[i] * e * pow_scalar(x[i], (double)e - 1.0); break;
+        case RELU: r[i] = y[i] > 0.0f ? g[i] : 0.0f; break;
+        case TANH: r[i] = g[i] * (1.0f - y[i] * y[i]); break;
+        case GELU: {
+            float cdf = 0.5f * (1.0f + erff(x[i] * (float)M_SQRT1_2));
+            float pdf = expf(-0.5f * x[i] * x[i]) * beta;
+            r[i] = g[i] * (cdf + x[i] * pdf);
+            break;
+        }
+        }
+    }
+    ac_accum(a, rt);
+}
+
+static Tensor *unary(UnOp op, Tensor *a, double e) {
+    ac_check_float(a, un_ops[op]);
+    Tensor *out = ac_new_like(a);
+    un_compute(op, ac_cdata(a), out->data, torch_numel(a), e);
+    Node *n = AC_NODE(un_names[op], un_backward, out, a);
+    if (n) {
+        n->i[0] = op;
+        n->f[0] = e;
+        n->uses_saved = op != NEG;
+    }
+    return out;
+}
+
+Tensor *torch_neg(Tensor *a) { return unary(NEG, a, 0); }
+Tensor *torch_exp(Tensor *a) { return unary(EXP, a, 0); }
+Tensor *torch_log(Tensor *a) { return unary(LOG, a, 0); }
+Tensor *torch_sqrt(Tensor *a) { return unary(SQRT, a, 0); }
+Tensor *torch_pow(Tensor *a, double exponent) { return unary(POW, a, exponent); }
+Tensor *torch_relu(Tensor *a) { return unary(RELU, a, 0); }
+Tensor *torch_tanh(Tensor *a) { return unary(TANH, a, 0); }
+Tensor *torch_gelu(Tensor *a) { return unary(GELU, a, 0); }

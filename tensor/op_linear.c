@@ -1,0 +1,68 @@
+/* linear: y = x @ W^T + b over the last dim of x (nn.Linear's forward).
+ *     in the forward:  Y[r, o] = sum_i X[r, i] W[o, i] + b[o]
+ *     so:              dX = dY @ W,   dW = dY^T @ X,   db = sum_r dY[r, :]
+ * The sum over i runs first and the bias is added last, as BLAS addmm does. */
+#include "internal.h"
+
+static void linear_backward(Node *n, Tensor *gt) {
+    Tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
+    int64_t out_f = w->shape[0], in_f = w->shape[1], rows = torch_numel(x) / in_f;
+    const float *G = ac_cdata(gt);
+    if (ac_needs_grad(x)) {
+        Tensor *gx = ac_new_like(x);
+        ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(w), in_f, gx->data, in_f, false);
+        ac_accum(x, gx);
+    }
+    if (ac_needs_grad(w)) {
+        Tensor *gw = ac_new_like(w);
+        float *Gt = ac_arena_alloc(sizeof(float) * (size_t)(rows * out_f));
+        ac_transpose2d(G, rows, out_f, Gt);
+        ac_gemm(out_f, in_f, rows, Gt, rows, ac_cdata(x), in_f, gw->data, in_f, false);
+        ac_accum(w, gw);
+    }
+    if (ac_needs_grad(b)) {
+        Tensor *gb = ac_new_zeros(AC_FLOAT32, 1, &out_f);
+        float *o = gb->data;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < out_f; j++) o[j] += G[r * out_f + j];
+        ac_accum(b, gb);
+    }
+}
+
+Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
+    ac_check_float(x, "linear");
+    ac_check_float(w, "linear");
+    if (w->ndim != 2) ac_error("linear: weight must be 2-D (out_features, in_features), got %s", ac_shape_str(w));
+    if (x->ndim < 1) ac_error("linear: input must have at least 1 dimension");
+    int64_t out_f = w->shape[0], in_f = w->shape[1];
+    if (x->shape[x->ndim - 1] != in_f)
+        ac_error("linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
+                 (long long)(torch_numel(x) / (x->shape[x->ndim - 1] ? x->shape[x->ndim - 1] : 1)),
+                 (long long)x->shape[x->ndim - 1], (long long)in_f, (long long)out_f);
+    if (b) {
+        ac_check_float(b, "linear");
+        if (b->ndim != 1 || b->shape[0] != out_f)
+            ac_error("linear: bias must have shape [%lld], got %s", (long long)out_f, ac_shape_str(b));
+    }
+    int64_t rows = torch_numel(x) / (in_f ? in_f : 1), shape[AC_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = out_f;
+    Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);
+    ac_mark m = ac_arena_mark();
+    float *Wt = ac_arena_alloc(sizeof(float) * (size_t)(in_f * out_f));
+    ac_transpose2d(ac_cdata(w), out_f, in_f, Wt);
+    ac_gemm(rows, out_f, in_f, ac_cdata(x), in_f, Wt, out_f, y->data, out_f, false);
+    ac_arena_release(m);
+    if (b) {
+        const float *bd = ac_cdata(b);
+        float *o = y->data;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < out_f; j++) o[r * out_f + j] += bd[j];
+    }
+    const char *name = x->ndim == 2 ? (b ? "AddmmBackward0" : "MmBackward0")
+                     : x->ndim == 1 ? (b ? "AddBackward0" : "SqueezeBackward3")
+                                    : (b ? "ViewBackward0" : "UnsafeViewBackward0");
+    Node *n = AC_NODE(name, linear_backward, y, x, w, b);
+    if (n) n->uses_saved = true;
+    return y;
+}

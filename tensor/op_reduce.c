@@ -1,0 +1,172 @@
+/* sum and mean, over everything or over some dims (keepdim), with PyTorch's
+ * summation orders so that results round like torch's. */
+#include <string.h>
+
+#include "internal.h"
+
+static int ceil_log2(int64_t x) {
+    int r = 0;
+    while (((int64_t)1 << r) < x) r++;
+    return r;
+}
+
+/* ATen's multi_row_sum for one row (SumKernel.cpp): four levels of partial sums,
+ * each level folded into the next every 2^level_power elements. */
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
+    const int levels = 4;
+    int power = ceil_log2(n) / levels;
+    if (power < 4) power = 4;
+    const int64_t step = (int64_t)1 << power, mask = step - 1;
+    float acc[4] = {0, 0, 0, 0};
+    int64_t i = 0;
+    while (i + step <= n) {
+        for (int64_t j = 0; j < step; j++, i++) acc[0] += x[i * stride];
+        for (int j = 1; j < levels; j++) {
+            acc[j] += acc[j - 1];
+            acc[j - 1] = 0;
+            if ((i & (mask << (j * power))) != 0) break;
+        }
+    }
+    for (; i < n; i++) acc[0] += x[i * stride];
+    for (int j = 1; j < levels; j++) acc[0] += acc[j];
+    return acc[0];
+}
+
+/* ATen's vec::reduce_all for a sum with 8-wide vectors (softmax's denominator):
+ * lane l adds x[l], x[l+8], ...; then the lanes are added in order. */
+float ac_lane8_sum(const float *x, int64_t n) {
+    if (n < 8) {
+        float s = 0;
+        for (int64_t i = 0; i < n; i++) s += x[i];
+        return s;
+    }
+    float lane[8];
+    for (int l = 0; l < 8; l++) lane[l] = x[l];
+    int64_t d = 8;
+    for (; d + 8 <= n; d += 8)
+        for (int l = 0; l < 8; l++) lane[l] += x[d + l];
+    for (int l = 0; d + l < n; l++) lane[l] += x[d + l];
+    float s = lane[0];
+    for (int l = 1; l < 8; l++) s += lane[l];
+    return s;
+}
+
+typedef struct {
+    bool reduced[AC_MAX_DIMS];
+    int64_t count;                   /* elements summed into each output */
+    int keep_nd, out_nd;
+    int64_t keep_shape[AC_MAX_DIMS]; /* input shape with reduced dims = 1 */
+    int64_t out_shape[AC_MAX_DIMS];
+} Plan;
+
+static Plan plan(const Tensor *a, int ndims, const int64_t *dims, bool keepdim, const char *op) {
+    Plan p;
+    memset(&p, 0, sizeof p);
+    if (ndims == 0) /* dim=() or no dims: reduce everything, as torch.sum(x, dim=[]) */
+        for (int d = 0; d < a->ndim; d++) p.reduced[d] = true;
+    for (int k = 0; k < ndims; k++) {
+        int64_t d = ac_wrap_dim(dims[k], a->ndim, op);
+        if (a->ndim == 0) continue;
+        if (p.reduced[d]) ac_error("%s: dim %lld appears multiple times in the list of dims", op, (long long)d);
+        p.reduced[d] = true;
+    }
+    p.count = 1;
+    p.keep_nd = a->ndim;
+    for (int d = 0; d < a->ndim; d++) {
+        p.keep_shape[d] = p.reduced[d] ? 1 : a->shape[d];
+        if (p.reduced[d]) p.count *= a->shape[d];
+        if (!p.reduced[d] || keepdim) p.out_shape[p.out_nd++] = p.reduced[d] ? 1 : a->shape[d];
+    }
+    return p;
+}
+
+/* Sum over the plan's dims into a keepdim-shaped buffer. */
+static Tensor *reduce_sum(Tensor *a, const Plan *p) {
+    Tensor *out = ac_new_zeros(AC_FLOAT32, p->keep_nd, p->keep_shape);
+    const float *x = ac_cdata(a);
+    float *o = out->data;
+    int64_t n = torch_numel(a);
+    if (n == 0) return out;
+    /* Reduced dims forming a suffix: one cascade sum per row. */
+    int first = a->ndim;
+    while (first > 0 && p->reduced[first - 1]) first--;
+    bool suffix = true;
+    for (int d = 0; d < first; d++) suffix = suffix && !p->reduced[d];
+    if (suffix) {
+        int64_t inner = p->count, rows = n / inner;
+        for (int64_t r = 0; r < rows; r++) o[r] = ac_cascade_sum(x + r * inner, inner, 1);
+        return out;
+    }
+    /* Otherwise add each element into its output slot, in row-major order. */
+    int64_t ostr[AC_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++) ostr[d] = p->reduced[d] ? 0 : out->stride[d];
+    int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        o[off] += x[k];
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            off += ostr[d];
+            if (++idx[d] < a->shape[d]) break;
+            off -= ostr[d] * a->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return out;
+}
+
+/* Broadcast a keepdim-shaped gradient back over the reduced dims, times scale. */
+static Tensor *expand_grad(Tensor *g, const Tensor *a, const Plan *p, float scale, bool divide) {
+    Tensor *r = ac_new_like(a);
+    const float *gd = ac_cdata(g);
+    float *o = r->data;
+    int64_t gstr[AC_MAX_DIMS], cs[AC_MAX_DIMS];
+    ac_contiguous_strides(p->keep_nd, p->keep_shape, cs);
+    for (int d = 0; d < a->ndim; d++) gstr[d] = p->reduced[d] ? 0 : cs[d];
+    int64_t n = torch_numel(a), idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        o[k] = divide ? gd[off] / scale : gd[off];
+        for (int d = a->ndim - 1; d >= 0; d--) {
+            off += gstr[d];
+            if (++idx[d] < a->shape[d]) break;
+            off -= gstr[d] * a->shape[d];
+            idx[d] = 0;
+        }
+    }
+    return r;
+}
+
+static void reduce_backward(Node *n, Tensor *g) {
+    Tensor *a = n->inputs[0];
+    const Plan *p = n->ctx;
+    ac_accum(a, expand_grad(g, a, p, (float)p->count, n->i[0] != 0));
+}
+
+static Tensor *reduce(Tensor *a, int ndims, const int64_t *dims, bool keepdim, bool mean, bool all) {
+    const char *op = mean ? "mean" : "sum";
+    ac_check_float(a, op);
+    Plan p = plan(a, all ? 0 : ndims, dims, all ? false : keepdim, op);
+    Tensor *s = reduce_sum(a, &p);
+    int64_t ostride[AC_MAX_DIMS];
+    ac_contiguous_strides(p.out_nd, p.out_shape, ostride);
+    Tensor *out = ac_view_of(s, p.out_nd, p.out_shape, ostride, 0); /* drops the kept 1s */
+    if (mean) {
+        float c = (float)p.count, *o = s->data;
+        for (int64_t i = 0, k = torch_numel(s); i < k; i++) o[i] = o[i] / c;
+    }
+    const char *name = mean ? (all ? "MeanBackward0" : "MeanBackward1") : (all ? "SumBackward0" : "SumBackward1");
+    Node *n = AC_NODE(name, reduce_backward, out, a);
+    if (n) {
+        n->ctx = ac_arena_alloc(sizeof p);
+        memcpy(n->ctx, &p, sizeof p);
+        n->i[0] = mean;
+    }
+    return out;
+}
+
+Tensor *torch_sum(Tensor *a) { return reduce(a, 0, NULL, false, false, true); }
+Tensor *torch_mean(Tensor *a) { return reduce(a, 0, NULL, false, true, true); }
+Tensor *torch_sum_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim) {
+    return reduce(a, ndims, dims, keepdim, false, false);
+}
+Tensor *torch_mean_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim) {
+    return reduce(a, ndims, dims, keepdim, true, false);
+}

@@ -1,0 +1,271 @@
+/* PyTorch 1.13's CPU generator, bit for bit (../shared/spec/pytorch-rng-and-print.md,
+ * Part 1): MT19937, the float/double uniforms, Box-Muller normals with the
+ * cached second value, the 16-wide "fill then transform" normal path (the scalar
+ * path "A" that ATEN_CPU_CAPABILITY=default runs, and that the article's numbers
+ * come from), randint, randperm, bernoulli_, exponential_ and multinomial.
+ * The build uses -ffp-contract=off: no multiply-add here may be fused. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define MT_N 624
+#define MT_M 397
+
+torch_Generator torch_default_generator = {.left = 1, .seed = 67280421310721ULL};
+static bool default_seeded;
+
+void torch_generator_seed(torch_Generator *g, uint64_t seed) {
+    g->seed = seed;
+    g->st[0] = (uint32_t)(seed & 0xFFFFFFFFu);
+    for (uint32_t j = 1; j < MT_N; j++)
+        g->st[j] = 1812433253u * (g->st[j - 1] ^ (g->st[j - 1] >> 30)) + j;
+    g->left = 1;
+    g->next = 0;
+    g->has_next_double_normal = false;
+}
+
+void torch_manual_seed(uint64_t seed) {
+    torch_generator_seed(&torch_default_generator, seed);
+    default_seeded = true;
+}
+
+static torch_Generator *gen(void) {
+    if (!default_seeded) torch_manual_seed(67280421310721ULL);
+    return &torch_default_generator;
+}
+
+static void twist(torch_Generator *g) {
+    uint32_t *st = g->st;
+    for (int k = 0; k < MT_N; k++) {
+        uint32_t y = (st[k] & 0x80000000u) | (st[(k + 1) % MT_N] & 0x7FFFFFFFu);
+        uint32_t v = st[(k + MT_M) % MT_N] ^ (y >> 1);
+        if (st[(k + 1) % MT_N] & 1u) v ^= 0x9908B0DFu;
+        st[k] = v;
+    }
+    g->left = MT_N;
+    g->next = 0;
+}
+
+uint32_t torch_random32(torch_Generator *g) {
+    if (--g->left == 0) twist(g);
+    uint32_t y = g->st[g->next++];
+    y ^= y >> 11;
+    y ^= (y << 7) & 0x9D2C5680u;
+    y ^= (y << 15) & 0xEFC60000u;
+    y ^= y >> 18;
+    return y;
+}
+
+uint64_t torch_random64(torch_Generator *g) {
+    uint64_t hi = torch_random32(g);
+    uint64_t lo = torch_random32(g);
+    return (hi << 32) | lo;
+}
+
+/* uniform_real_distribution<float>(0,1): the low 24 bits of one draw. */
+static float u01f(torch_Generator *g) { return (float)(torch_random32(g) & 0xFFFFFFu) * (1.0f / 16777216.0f); }
+/* uniform_real_distribution<double>(0,1): the low 53 bits of random64(). */
+static double u01d(torch_Generator *g) {
+    return (double)(torch_random64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
+}
+
+static double normal_double(torch_Generator *g, double mean, double std) {
+    if (g->has_next_double_normal) {
+        g->has_next_double_normal = false;
+        return g->next_double_normal * std + mean;
+    }
+    double u1 = u01d(g), u2 = u01d(g);
+    double r = sqrt(-2.0 * log(1.0 - u2));
+    double theta = 2.0 * M_PI * u1;
+    g->next_double_normal = r * sin(theta);
+    g->has_next_double_normal = true;
+    return r * cos(theta) * std + mean;
+}
+
+/* normal_fill_16 of the DEFAULT kernel: the first 8 values give the radius,
+ * the last 8 the angle; 2*pi*u2 is computed in double, the rest in float. */
+static void fill16(float *p, float mean, float std) {
+    for (int j = 0; j < 8; j++) {
+        float u1 = 1.0f - p[j];
+        float u2 = p[j + 8];
+        float radius = sqrtf(-2.0f * logf(u1));
+        float theta = (float)(6.283185307179586 * (double)u2);
+        float c = radius * cosf(theta), s = radius * sinf(theta);
+        c = c * std;
+        s = s * std;
+        p[j] = c + mean;
+        p[j + 8] = s + mean;
+    }
+}
+
+static void check_float_contig(Tensor *t, const char *op) {
+    ac_check_float(t, op);
+    if (t->requires_grad && !t->grad_fn && torch_is_grad_enabled())
+        ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
+}
+
+/* Visit every element of t in row-major order; F(ptr) writes one element. */
+#define FOR_EACH_ELEMENT(t, ptr, BODY)                                             \
+    do {                                                                           \
+        Tensor *t_ = (t);                                                          \
+        int64_t n_ = torch_numel(t_), idx_[AC_MAX_DIMS] = {0}, off_ = t_->offset;   \
+        for (int64_t k_ = 0; k_ < n_; k_++) {                                      \
+            float *ptr = (float *)t_->data + off_;                                 \
+            BODY;                                                                  \
+            for (int d_ = t_->ndim - 1; d_ >= 0; d_--) {                           \
+                off_ += t_->stride[d_];                                            \
+                if (++idx_[d_] < t_->shape[d_]) break;                             \
+                off_ -= t_->stride[d_] * t_->shape[d_];                            \
+                idx_[d_] = 0;                                                      \
+            }                                                                      \
+        }                                                                          \
+    } while (0)
+
+Tensor *torch_uniform_(Tensor *t, double from, double to) {
+    check_float_contig(t, "uniform_");
+    if (!(from <= to))
+        ac_error("uniform_: expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+    torch_Generator *g = gen();
+    float lo = (float)from, hi = (float)to, range = hi - lo;
+    /* DEFAULT kernel: two roundings, (u * range) then + from. */
+    FOR_EACH_ELEMENT(t, p, { float v = u01f(g) * range; *p = v + lo; });
+    return t;
+}
+
+Tensor *torch_normal_(Tensor *t, double mean, double std) {
+    check_float_contig(t, "normal_");
+    if (!(std >= 0.0)) ac_error("normal_: expects std >= 0.0, but found std %g", std);
+    torch_Generator *g = gen();
+    int64_t n = torch_numel(t);
+    if (n >= 16 && torch_is_contiguous(t)) {
+        float *d = (float *)t->data + t->offset, m = (float)mean, s = (float)std;
+        for (int64_t i = 0; i < n; i++) d[i] = u01f(g);
+        for (int64_t i = 0; i + 16 <= n; i += 16) fill16(d + i, m, s);
+        if (n % 16 != 0) {
+            for (int k = 0; k < 16; k++) d[n - 16 + k] = u01f(g); /* 16 new draws */
+            fill16(d + n - 16, m, s);
+        }
+        return t;
+    }
+    FOR_EACH_ELEMENT(t, p, { *p = (float)normal_double(g, mean, std); });
+    return t;
+}
+
+Tensor *torch_bernoulli_(Tensor *t, double p) {
+    check_float_contig(t, "bernoulli_");
+    if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: expects p to be in [0, 1], but got p=%g", p);
+    torch_Generator *g = gen();
+    FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
+    return t;
+}
+
+Tensor *torch_exponential_(Tensor *t, double lambd) {
+    check_float_contig(t, "exponential_");
+    if (!(lambd > 0.0)) ac_error("exponential_: expects lambda > 0.0, but found lambda=%g", lambd);
+    torch_Generator *g = gen();
+    FOR_EACH_ELEMENT(t, q, { *q = (float)(-1.0 / lambd * log(1.0 - u01d(g))); });
+    return t;
+}
+
+Tensor *torch_rand(int ndim, const int64_t *shape) {
+    Tensor *t = ac_new(AC_FLOAT32, ndim, shape);
+    torch_Generator *g = gen();
+    float *p = t->data;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = u01f(g);
+    return t;
+}
+
+Tensor *torch_randn(int ndim, const int64_t *shape) {
+    return torch_normal_(ac_new(AC_FLOAT32, ndim, shape), 0.0, 1.0);
+}
+
+Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape) {
+    if (!(low < high))
+        ac_error("randint: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
+                 (long long)low, (long long)high);
+    Tensor *t = ac_new(AC_INT64, ndim, shape);
+    torch_Generator *g = gen();
+    uint64_t range = (uint64_t)high - (uint64_t)low;
+    int64_t *p = t->data;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) {
+        uint64_t v = range >= (1ULL << 32) ? torch_random64(g) : torch_random32(g);
+        p[i] = (int64_t)(v % range) + low;
+    }
+    return t;
+}
+
+Tensor *torch_randperm(int64_t n) {
+    if (n < 0) ac_error("randperm: n must be non-negative, got %lld", (long long)n);
+    Tensor *t = torch_arange(n);
+    int64_t *r = t->data;
+    torch_Generator *g = gen();
+    for (int64_t i = 0; i + 1 < n; i++) {
+        int64_t z = (int64_t)(torch_random32(g) % (uint64_t)(n - i));
+        int64_t tmp = r[i];
+        r[i] = r[i + z];
+        r[i + z] = tmp;
+    }
+    return t;
+}
+
+/* torch.multinomial on 1-D or 2-D weights (1.13 algorithms, spec 1.10). */
+Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
+    ac_check_float(probs, "multinomial");
+    if (probs->ndim < 1 || probs->ndim > 2)
+        ac_error("multinomial: prob_dist must be 1 or 2 dim, got %d", probs->ndim);
+    int64_t rows = probs->ndim == 2 ? probs->shape[0] : 1, ncat = probs->shape[probs->ndim - 1];
+    if (k <= 0) ac_error("multinomial: cannot sample n_sample <= 0 samples (got %lld)", (long long)k);
+    if (!replacement && k > ncat)
+        ac_error("multinomial: cannot sample n_sample > prob_dist.size(-1) samples without "
+                 "replacement (%lld > %lld)", (long long)k, (long long)ncat);
+    const float *p = ac_cdata(probs);
+    for (int64_t i = 0; i < rows * ncat; i++)
+        if (!(p[i] >= 0.0f) || isinf(p[i]))
+            ac_error("multinomial: probability tensor contains either `inf`, `nan` or element < 0");
+    for (int64_t r = 0; r < rows; r++) {
+        double s = 0;
+        for (int64_t j = 0; j < ncat; j++) s += p[r * ncat + j];
+        if (s <= 0) ac_error("multinomial: invalid multinomial distribution (sum of probabilities <= 0)");
+    }
+    int64_t oshape[2] = {rows, k};
+    Tensor *out = probs->ndim == 2 ? ac_new(AC_INT64, 2, oshape) : ac_new(AC_INT64, 1, &k);
+    int64_t *o = out->data;
+    torch_Generator *g = gen();
+    if (!replacement) {
+        float *q = ac_arena_alloc(sizeof(float) * (size_t)(rows * ncat));
+        for (int64_t i = 0; i < rows * ncat; i++) q[i] = (float)(-1.0 * log(1.0 - u01d(g)));
+        for (int64_t r = 0; r < rows; r++) {
+            float *v = q + r * ncat; /* v = p / q in place */
+            for (int64_t j = 0; j < ncat; j++) v[j] = p[r * ncat + j] / v[j];
+            for (int64_t s = 0; s < k; s++) { /* the s-th largest; first index wins ties */
+                int64_t best = -1;
+                for (int64_t j = 0; j < ncat; j++) {
+                    if (v[j] == -INFINITY) continue;
+                    if (best < 0 || isnan(v[j]) || v[j] > v[best]) best = j;
+                    if (isnan(v[best])) break;
+                }
+                o[r * k + s] = best;
+                v[best] = -INFINITY;
+            }
+        }
+        return out;
+    }
+    float *cum = ac_arena_alloc(sizeof(float) * (size_t)ncat);
+    for (int64_t r = 0; r < rows; r++) {
+        float s = 0;
+        for (int64_t j = 0; j < ncat; j++) cum[j] = s = s + p[r * ncat + j];
+        for (int64_t j = 0; j < ncat; j++) cum[j] = cum[j] / s;
+        cum[ncat - 1] = 1.0f;
+        for (int64_t t = 0; t < k; t++) {
+            double u = u01d(g);
+            int64_t lo = 0, hi = ncat;
+            while (hi - lo > 0) {
+                int64_t mid = lo + (hi - lo) / 2;
+                if (cum[mid] < u) lo = mid + 1; else hi = mid;
+            }
+            o[r * k + t] = lo;
+        }
+    }
+    return out;
+}

@@ -1,0 +1,356 @@
+/* Tensors: creation, long-lived copies, element access and the small helpers
+ * every op uses (shapes, strides, contiguous copies). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+size_t ac_dtype_size(ac_dtype d) { return d == AC_FLOAT32 ? 4 : d == AC_INT64 ? 8 : 1; }
+
+const char *ac_dtype_name(ac_dtype d) {
+    return d == AC_FLOAT32 ? "Float" : d == AC_INT64 ? "Long" : "Bool";
+}
+
+int64_t ac_shape_numel(int ndim, const int64_t *shape) {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; i++) n *= shape[i];
+    return n;
+}
+
+void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t s = 1;
+    for (int i = ndim - 1; i >= 0; i--) {
+        stride[i] = s;
+        s *= shape[i] > 0 ? shape[i] : 1;
+    }
+}
+
+static void check_shape(int ndim, const int64_t *shape, const char *op) {
+    if (ndim < 0 || ndim > AC_MAX_DIMS)
+        ac_error("%s: tensors have at most %d dimensions, got %d", op, AC_MAX_DIMS, ndim);
+    for (int i = 0; i < ndim; i++)
+        if (shape[i] < 0)
+            ac_error("%s: Trying to create tensor with negative dimension %lld: %s", op,
+                     (long long)shape[i], "every size must be >= 0");
+}
+
+static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
+    Tensor *t = ac_arena_alloc(sizeof(Tensor));
+    memset(t, 0, sizeof *t);
+    t->dtype = dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
+    ac_contiguous_strides(ndim, shape, t->stride);
+    return t;
+}
+
+Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape) {
+    check_shape(ndim, shape, "tensor");
+    Tensor *t = header(dtype, ndim, shape);
+    t->data = ac_arena_alloc((size_t)ac_shape_numel(ndim, shape) * ac_dtype_size(dtype));
+    return t;
+}
+
+Tensor *ac_new_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
+    Tensor *t = ac_new(dtype, ndim, shape);
+    memset(t->data, 0, (size_t)torch_numel(t) * ac_dtype_size(dtype));
+    return t;
+}
+
+Tensor *ac_new_like(const Tensor *t) { return ac_new(AC_FLOAT32, t->ndim, t->shape); }
+
+Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *stride,
+                   int64_t offset) {
+    Tensor *t = ac_arena_alloc(sizeof(Tensor));
+    memset(t, 0, sizeof *t);
+    t->dtype = base->dtype;
+    t->ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t->shape[i] = shape[i];
+        t->stride[i] = stride[i];
+    }
+    t->offset = offset;
+    t->data = base->data;
+    return t;
+}
+
+int64_t torch_numel(const Tensor *t) { return ac_shape_numel(t->ndim, t->shape); }
+
+int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op) {
+    int64_t n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dims -1 and 0 */
+    if (dim < -n || dim >= n)
+        ac_error("%s: Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+                 op, (long long)-n, (long long)n - 1, (long long)dim);
+    return dim < 0 ? dim + n : dim;
+}
+
+int64_t torch_size(const Tensor *t, int64_t dim) {
+    return t->shape[ac_wrap_dim(dim, t->ndim, "size")];
+}
+
+bool torch_is_contiguous(const Tensor *t) {
+    int64_t s = 1;
+    for (int i = t->ndim - 1; i >= 0; i--) {
+        if (t->shape[i] != 1 && t->stride[i] != s) return false;
+        s *= t->shape[i];
+    }
+    return true;
+}
+
+void ac_check_defined(const Tensor *t, const char *op) {
+    if (!t) ac_error("%s: expected a tensor, got NULL", op);
+}
+
+void ac_check_float(const Tensor *t, const char *op) {
+    ac_check_defined(t, op);
+    if (t->dtype != AC_FLOAT32)
+        ac_error("%s: expected a tensor of dtype Float (float32), but got %s", op,
+                 ac_dtype_name(t->dtype));
+}
+
+static char *arena_strdup(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *p = ac_arena_alloc(n);
+    memcpy(p, s, n);
+    return p;
+}
+
+char *ac_dims_str(int n, const int64_t *dims) {
+    char buf[256];
+    int k = snprintf(buf, sizeof buf, "[");
+    for (int i = 0; i < n; i++)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? ", " : "", (long long)dims[i]);
+    snprintf(buf + k, sizeof buf - (size_t)k, "]");
+    return arena_strdup(buf);
+}
+
+char *ac_shape_str(const Tensor *t) { return ac_dims_str(t->ndim, t->shape); }
+
+char *ac_shape_x(const Tensor *t) {
+    char buf[256];
+    int k = 0;
+    buf[0] = 0;
+    for (int i = 0; i < t->ndim; i++)
+        k += snprintf(buf + k, sizeof buf - (size_t)k, "%s%lld", i ? "x" : "", (long long)t->shape[i]);
+    return arena_strdup(buf);
+}
+
+/* Copy any strided tensor into a contiguous one of the same dtype and shape. */
+void ac_copy_strided(Tensor *dst, const Tensor *src) {
+    size_t es = ac_dtype_size(src->dtype);
+    int64_t n = torch_numel(src);
+    if (n == 0) return;
+    if (torch_is_contiguous(src)) {
+        memcpy(dst->data, (const char *)src->data + (size_t)src->offset * es, (size_t)n * es);
+        return;
+    }
+    int nd = src->ndim;
+    int64_t idx[AC_MAX_DIMS] = {0};
+    int64_t inner = src->shape[nd - 1], istr = src->stride[nd - 1];
+    int64_t rows = n / inner, off = src->offset;
+    char *out = dst->data;
+    const char *in = src->data;
+    for (int64_t r = 0; r < rows; r++) {
+        if (src->dtype == AC_FLOAT32) {
+            const float *p = (const float *)in + off;
+            float *o = (float *)out + r * inner;
+            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
+        } else if (src->dtype == AC_INT64) {
+            const int64_t *p = (const int64_t *)in + off;
+            int64_t *o = (int64_t *)out + r * inner;
+            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
+        } else {
+            const bool *p = (const bool *)in + off;
+            bool *o = (bool *)out + r * inner;
+            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
+        }
+        /* advance the outer index (all dims but the last) */
+        for (int d = nd - 2; d >= 0; d--) {
+            idx[d]++;
+            off += src->stride[d];
+            if (idx[d] < src->shape[d]) break;
+            off -= src->stride[d] * src->shape[d];
+            idx[d] = 0;
+        }
+    }
+}
+
+Tensor *ac_materialize(Tensor *t) {
+    Tensor *c = ac_new(t->dtype, t->ndim, t->shape);
+    ac_copy_strided(c, t);
+    return c;
+}
+
+const float *ac_cdata(Tensor *t) {
+    if (torch_is_contiguous(t)) return (const float *)t->data + t->offset;
+    return (const float *)ac_materialize(t)->data;
+}
+
+float *torch_data_float(Tensor *t) {
+    ac_check_float(t, "torch_data_float");
+    if (!torch_is_contiguous(t))
+        ac_error("torch_data_float: the tensor is not contiguous (call torch_contiguous first)");
+    return (float *)t->data + t->offset;
+}
+
+int64_t *torch_data_long(Tensor *t) {
+    ac_check_defined(t, "torch_data_long");
+    if (t->dtype != AC_INT64)
+        ac_error("torch_data_long: expected a tensor of dtype Long (int64), but got %s",
+                 ac_dtype_name(t->dtype));
+    if (!torch_is_contiguous(t))
+        ac_error("torch_data_long: the tensor is not contiguous (call torch_contiguous first)");
+    return (int64_t *)t->data + t->offset;
+}
+
+static double element_at(const Tensor *t, int64_t off) {
+    switch (t->dtype) {
+    case AC_FLOAT32: return ((const float *)t->data)[off];
+    case AC_INT64: return (double)((const int64_t *)t->data)[off];
+    default: return ((const bool *)t->data)[off];
+    }
+}
+
+double torch_item(Tensor *t) {
+    ac_check_defined(t, "item");
+    if (torch_numel(t) != 1)
+        ac_error("item: a Tensor with %lld elements cannot be converted to Scalar",
+                 (long long)torch_numel(t));
+    return element_at(t, t->offset);
+}
+
+double torch_get(Tensor *t, int n, const int64_t *index) {
+    ac_check_defined(t, "get");
+    if (n != t->ndim)
+        ac_error("get: too many or too few indices for tensor of dimension %d (got %d)", t->ndim, n);
+    int64_t off = t->offset;
+    for (int i = 0; i < n; i++) {
+        int64_t k = index[i];
+        if (k < -t->shape[i] || k >= t->shape[i])
+            ac_error("get: index %lld is out of bounds for dimension %d with size %lld",
+                     (long long)k, i, (long long)t->shape[i]);
+        if (k < 0) k += t->shape[i];
+        off += k * t->stride[i];
+    }
+    return element_at(t, off);
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static Tensor *from_data(const void *data, int ndim, const int64_t *shape, ac_dtype d) {
+    Tensor *t = ac_new(d, ndim, shape);
+    size_t bytes = (size_t)torch_numel(t) * ac_dtype_size(d);
+    if (bytes) {
+        if (!data) ac_error("tensor: data is NULL for a tensor of %lld elements", (long long)torch_numel(t));
+        memcpy(t->data, data, bytes);
+    }
+    return t;
+}
+
+Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape) {
+    return from_data(data, ndim, shape, AC_FLOAT32);
+}
+Tensor *torch_tensor_long(const int64_t *data, int ndim, const int64_t *shape) {
+    return from_data(data, ndim, shape, AC_INT64);
+}
+Tensor *torch_tensor_bool(const bool *data, int ndim, const int64_t *shape) {
+    return from_data(data, ndim, shape, AC_BOOL);
+}
+
+Tensor *torch_scalar_tensor(double value) {
+    Tensor *t = ac_new(AC_FLOAT32, 0, NULL);
+    ((float *)t->data)[0] = (float)value;
+    return t;
+}
+
+Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype) {
+    return ac_new_zeros(dtype, ndim, shape);
+}
+
+Tensor *torch_full(int ndim, const int64_t *shape, double value) {
+    Tensor *t = ac_new(AC_FLOAT32, ndim, shape);
+    float *p = t->data, v = (float)value;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = v;
+    return t;
+}
+
+Tensor *torch_zeros(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 0.0); }
+Tensor *torch_ones(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 1.0); }
+Tensor *torch_zeros_like(const Tensor *t) { return torch_zeros(t->ndim, t->shape); }
+Tensor *torch_ones_like(const Tensor *t) { return torch_ones(t->ndim, t->shape); }
+
+Tensor *torch_arange(int64_t end) {
+    if (end < 0) ac_error("arange: upper bound and larger bound inconsistent with step sign (end=%lld)", (long long)end);
+    Tensor *t = ac_new(AC_INT64, 1, (int64_t[]){end});
+    int64_t *p = t->data;
+    for (int64_t i = 0; i < end; i++) p[i] = i;
+    return t;
+}
+
+Tensor *torch_arange_float(double start, double end, double step) {
+    if (step == 0 || (end - start) / step < 0 || !isfinite(start) || !isfinite(end))
+        ac_error("arange: upper bound and larger bound inconsistent with step sign "
+                 "(start=%g, end=%g, step=%g)", start, end, step);
+    int64_t n = (int64_t)ceil((end - start) / step);
+    Tensor *t = ac_new(AC_FLOAT32, 1, (int64_t[]){n});
+    float *p = t->data;
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(start + (double)i * step);
+    return t;
+}
+
+Tensor *torch_to_bool(Tensor *t) {
+    ac_check_defined(t, "bool");
+    Tensor *c = ac_materialize(t), *o = ac_new(AC_BOOL, t->ndim, t->shape);
+    bool *q = o->data;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++)
+        q[i] = t->dtype == AC_FLOAT32 ? ((float *)c->data)[i] != 0.0f
+             : t->dtype == AC_INT64   ? ((int64_t *)c->data)[i] != 0
+                                      : ((bool *)c->data)[i];
+    return o;
+}
+
+Tensor *torch_to_float(Tensor *t) {
+    ac_check_defined(t, "float");
+    if (t->dtype == AC_FLOAT32) return t;
+    Tensor *c = ac_materialize(t), *o = ac_new(AC_FLOAT32, t->ndim, t->shape);
+    float *q = o->data;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++)
+        q[i] = t->dtype == AC_INT64 ? (float)((int64_t *)c->data)[i] : (float)((bool *)c->data)[i];
+    return o;
+}
+
+Tensor *torch_detach(Tensor *t) {
+    ac_check_defined(t, "detach");
+    return ac_view_of(t, t->ndim, t->shape, t->stride, t->offset);
+}
+
+/* ---- long-lived tensors ----------------------------------------------------------- */
+
+Tensor *torch_persist(Tensor *t) {
+    ac_check_defined(t, "torch_persist");
+    size_t bytes = (size_t)torch_numel(t) * ac_dtype_size(t->dtype);
+    size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
+    char *mem = aligned_alloc(64, (head + bytes + 63) & ~(size_t)63);
+    if (!mem) ac_error("torch_persist: out of memory for %zu bytes", bytes);
+    Tensor *p = (Tensor *)mem;
+    memset(p, 0, sizeof *p);
+    p->dtype = t->dtype;
+    p->ndim = t->ndim;
+    memcpy(p->shape, t->shape, sizeof p->shape);
+    ac_contiguous_strides(p->ndim, p->shape, p->stride);
+    p->data = mem + head;
+    p->persistent = true;
+    ac_copy_strided(p, t);
+    return p;
+}
+
+void torch_free(Tensor *t) {
+    if (!t) return;
+    if (!t->persistent) ac_error("torch_free: the tensor lives in the arena (only torch_persist tensors are freed one by one)");
+    if (t->gradbuf_) {
+        t->gradbuf_->persistent = true;
+        free(t->gradbuf_);
+    }
+    free(t);
+}

@@ -1,0 +1,208 @@
+/* attention.c: float32 tensors with reverse-mode autograd, mirroring PyTorch 1.13.
+ *
+ * Reading guide: every function is named after the PyTorch call it mirrors
+ * (torch.rand -> torch_rand, x.masked_fill -> torch_masked_fill, F.softmax ->
+ * torch_softmax), with the same argument order. Shapes are written with the
+ * SHAPE(...) macro, which plays the role of a Python tuple:
+ *
+ *     torch.rand(3, 2)              torch_rand(SHAPE(3, 2))
+ *     x.view(b, t, h, dh)           torch_view(x, SHAPE(b, t, h, dh))
+ *     torch.cat([a, b], dim=-1)     torch_cat(TENSORS(a, b), -1)
+ *
+ * Dimensions are in PyTorch's order (the last one is the innermost) and a
+ * negative dim counts from the end, everywhere.
+ *
+ * Memory (see README.md, "Memory model"):
+ *   - Every tensor made by a creation function or an op lives in the ARENA.
+ *     ac_arena_mark() / ac_arena_release(mark) frees, in one call, everything
+ *     made since the mark: one training step is one mark/release pair.
+ *   - Long-lived tensors (parameters, buffers, optimizer state) are made with
+ *     torch_persist(t) (a malloc'd copy) and freed with torch_free(t); modules
+ *     and optimizers do that for you.
+ *   - ac_shutdown() releases the arena's blocks at program exit.
+ *
+ * Errors: a bad shape, dim, index or dtype calls the error handler with a
+ * message naming the op and the values, in PyTorch's words where it has them.
+ * The default handler prints "RuntimeError: <message>" and aborts; install your
+ * own with ac_set_error_handler (it must not return: longjmp or exit).
+ */
+#ifndef ATTENTION_TENSOR_H
+#define ATTENTION_TENSOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define AC_MAX_DIMS 8
+
+/* ---- shapes and tensor lists as call arguments --------------------------- */
+#define AC_NARGS_I64(...) ((int)(sizeof((int64_t[]){__VA_ARGS__}) / sizeof(int64_t)))
+/* SHAPE(2, 3) expands to the two arguments `2, (const int64_t[]){2, 3}`. */
+#define SHAPE(...) AC_NARGS_I64(__VA_ARGS__), ((const int64_t[]){__VA_ARGS__})
+#define TENSORS(...) ((int)(sizeof((Tensor *[]){__VA_ARGS__}) / sizeof(Tensor *))), ((Tensor *[]){__VA_ARGS__})
+
+typedef enum { AC_FLOAT32 = 0, AC_INT64 = 1, AC_BOOL = 2 } ac_dtype;
+
+struct Node;
+
+typedef struct Tensor {
+    ac_dtype dtype;
+    int ndim;
+    int64_t shape[AC_MAX_DIMS];
+    int64_t stride[AC_MAX_DIMS]; /* in elements */
+    int64_t offset;              /* in elements, into data */
+    void *data;                  /* storage base, shared by views */
+    bool requires_grad;
+    bool is_param;      /* prints as "Parameter containing:" */
+    bool persistent;    /* made by torch_persist: owned by malloc, freed by torch_free */
+    struct Tensor *grad;       /* .grad: NULL until a backward reaches this leaf */
+    struct Node *grad_fn;      /* .grad_fn: NULL for leaves */
+    /* autograd bookkeeping (private) */
+    struct Tensor *gradbuf_;   /* leaf: preallocated storage .grad points to */
+    struct Tensor *bgrad_;     /* non-leaf: gradient accumulated during backward */
+    bool bgrad_owned_;
+    uint32_t visit_;
+} Tensor;
+
+/* ---- memory --------------------------------------------------------------- */
+typedef struct { size_t block; size_t used; } ac_mark;
+ac_mark ac_arena_mark(void);
+void ac_arena_release(ac_mark m);     /* frees every tensor made since m */
+size_t ac_arena_bytes_in_use(void);
+size_t ac_arena_bytes_reserved(void);
+void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, zeroed */
+void ac_shutdown(void);               /* releases all arena blocks */
+Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
+void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */
+
+/* ---- errors --------------------------------------------------------------- */
+typedef void (*ac_error_handler)(const char *message, void *user);
+void ac_set_error_handler(ac_error_handler fn, void *user); /* NULL: default */
+void ac_error(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2), noreturn))
+#endif
+    ;
+const char *ac_last_error(void);
+
+/* ---- creation ------------------------------------------------------------- */
+Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape);        /* float32 copy */
+Tensor *torch_tensor_long(const int64_t *data, int ndim, const int64_t *shape); /* int64 copy */
+Tensor *torch_tensor_bool(const bool *data, int ndim, const int64_t *shape);
+Tensor *torch_scalar_tensor(double value);              /* 0-d float32: torch.tensor(1.5) */
+Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype);
+Tensor *torch_zeros(int ndim, const int64_t *shape);
+Tensor *torch_ones(int ndim, const int64_t *shape);
+Tensor *torch_full(int ndim, const int64_t *shape, double value);
+Tensor *torch_zeros_like(const Tensor *t);
+Tensor *torch_ones_like(const Tensor *t);
+Tensor *torch_arange(int64_t end);                      /* int64, like torch.arange(5) */
+Tensor *torch_arange_float(double start, double end, double step); /* torch.arange(0., 30.) */
+Tensor *torch_clone(Tensor *t);                         /* CloneBackward0 */
+Tensor *torch_to_bool(Tensor *t);                       /* t.bool() */
+Tensor *torch_to_float(Tensor *t);                      /* t.float() */
+Tensor *torch_detach(Tensor *t);                        /* shares storage, no grad */
+
+/* ---- random numbers (PyTorch 1.13 CPU streams; see tensor/rng.c) ---------- */
+typedef struct torch_Generator {
+    uint32_t st[624];
+    int left, next;
+    uint64_t seed;
+    bool has_next_double_normal;
+    double next_double_normal;
+} torch_Generator;
+extern torch_Generator torch_default_generator;
+void torch_manual_seed(uint64_t seed);
+void torch_generator_seed(torch_Generator *g, uint64_t seed);
+uint32_t torch_random32(torch_Generator *g);
+uint64_t torch_random64(torch_Generator *g);
+Tensor *torch_rand(int ndim, const int64_t *shape);
+Tensor *torch_randn(int ndim, const int64_t *shape);
+Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape);
+Tensor *torch_randperm(int64_t n);
+Tensor *torch_uniform_(Tensor *t, double from, double to);   /* in place, no grad */
+Tensor *torch_normal_(Tensor *t, double mean, double std);   /* in place, no grad */
+Tensor *torch_bernoulli_(Tensor *t, double p);               /* in place, no grad */
+Tensor *torch_exponential_(Tensor *t, double lambd);         /* in place, no grad */
+Tensor *torch_multinomial(Tensor *probs, int64_t num_samples, bool replacement);
+
+/* ---- shape and element access ---------------------------------------------- */
+int64_t torch_numel(const Tensor *t);
+int64_t torch_size(const Tensor *t, int64_t dim);     /* t.shape[dim] */
+bool torch_is_contiguous(const Tensor *t);
+float *torch_data_float(Tensor *t);                  /* contiguous float32 only */
+int64_t *torch_data_long(Tensor *t);                 /* contiguous int64 only */
+double torch_item(Tensor *t);                        /* one element tensors */
+double torch_get(Tensor *t, int n, const int64_t *index); /* t[i, j, ...] as double */
+int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op);   /* negative dims; error if out of range */
+void ac_check_defined(const Tensor *t, const char *op);       /* error on NULL */
+void ac_check_float(const Tensor *t, const char *op);         /* error unless float32 */
+char *ac_shape_str(const Tensor *t);                          /* "[2, 3]" (arena) */
+char *ac_dims_str(int n, const int64_t *dims);                /* "[2, 3]" (arena) */
+
+/* ---- ops (each has a backward; grad_fn names as PyTorch 1.13) -------------- */
+Tensor *torch_matmul(Tensor *a, Tensor *b);          /* a @ b, every form */
+Tensor *torch_dot(Tensor *a, Tensor *b);             /* DotBackward0 */
+Tensor *torch_add(Tensor *a, Tensor *b);             /* broadcasting */
+Tensor *torch_sub(Tensor *a, Tensor *b);
+Tensor *torch_mul(Tensor *a, Tensor *b);
+Tensor *torch_div(Tensor *a, Tensor *b);
+Tensor *torch_add_scalar(Tensor *a, double s);       /* a + s */
+Tensor *torch_sub_scalar(Tensor *a, double s);       /* a - s */
+Tensor *torch_mul_scalar(Tensor *a, double s);       /* a * s */
+Tensor *torch_div_scalar(Tensor *a, double s);       /* a / s */
+Tensor *torch_neg(Tensor *a);
+Tensor *torch_exp(Tensor *a);
+Tensor *torch_log(Tensor *a);
+Tensor *torch_sqrt(Tensor *a);
+Tensor *torch_pow(Tensor *a, double exponent);       /* a ** exponent */
+Tensor *torch_relu(Tensor *a);
+Tensor *torch_tanh(Tensor *a);
+Tensor *torch_gelu(Tensor *a);                       /* exact (erf) GELU */
+Tensor *torch_sum(Tensor *a);                        /* SumBackward0 */
+Tensor *torch_sum_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* SumBackward1 */
+Tensor *torch_mean(Tensor *a);                       /* MeanBackward0 */
+Tensor *torch_mean_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* MeanBackward1 */
+Tensor *torch_softmax(Tensor *a, int64_t dim);
+Tensor *torch_log_softmax(Tensor *a, int64_t dim);
+Tensor *torch_masked_fill(Tensor *a, Tensor *mask, double value);
+Tensor *torch_tril(Tensor *a, int64_t diagonal);
+Tensor *torch_triu(Tensor *a, int64_t diagonal);
+Tensor *torch_cat(int n, Tensor **ts, int64_t dim);
+Tensor *torch_stack(int n, Tensor **ts, int64_t dim);
+Tensor *torch_transpose(Tensor *a, int64_t dim0, int64_t dim1); /* view */
+Tensor *torch_T(Tensor *a);                          /* a.T (PermuteBackward0), view */
+Tensor *torch_t(Tensor *a);                          /* a.t() (TBackward0), view */
+Tensor *torch_view(Tensor *a, int ndim, const int64_t *shape);    /* view, -1 allowed */
+Tensor *torch_reshape(Tensor *a, int ndim, const int64_t *shape); /* view when it can */
+Tensor *torch_contiguous(Tensor *a);
+Tensor *torch_unsqueeze(Tensor *a, int64_t dim);     /* view */
+Tensor *torch_select(Tensor *a, int64_t dim, int64_t index);      /* a[i] / a[:, i], view */
+Tensor *torch_slice(Tensor *a, int64_t dim, int64_t start, int64_t end); /* a[s:e], view */
+Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index);
+Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx); /* -1: none */
+Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *normalized_shape,
+                         Tensor *weight, Tensor *bias, double eps);
+Tensor *torch_dropout(Tensor *x, double p, bool training);
+Tensor *torch_linear(Tensor *x, Tensor *weight, Tensor *bias); /* x @ W^T + b */
+Tensor *torch_cross_entropy(Tensor *logits, Tensor *target, int64_t ignore_index);
+Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim);    /* int64, no grad */
+
+/* ---- autograd --------------------------------------------------------------- */
+Tensor *torch_requires_grad_(Tensor *t, bool requires_grad);
+void torch_backward(Tensor *t, Tensor *gradient);    /* gradient NULL: t must be a scalar */
+void torch_backward_ex(Tensor *t, Tensor *gradient, bool retain_graph);
+const char *torch_grad_fn_name(const Tensor *t);     /* "MmBackward0", or NULL for a leaf */
+bool torch_is_grad_enabled(void);
+bool torch_set_grad_enabled(bool enabled);           /* returns the previous mode */
+void torch_zero_grad_(Tensor *t);                    /* t.grad.zero_() if it exists */
+
+/* ---- printing (identical to PyTorch's print) -------------------------------- */
+char *torch_repr(const Tensor *t);                   /* arena string */
+void torch_print(const Tensor *t);                   /* print(t) */
+void torch_fprint(FILE *f, const Tensor *t);
+char *torch_size_str(const Tensor *t);               /* "torch.Size([6, 3])", arena */
+void torch_print_shape(const Tensor *t);             /* print(t.shape) */
+
+#endif
