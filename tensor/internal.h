@@ -39,6 +39,7 @@ const char *ac_dtype_name(ac_dtype d);
 const float *ac_cdata(Tensor *t);
 Tensor *ac_materialize(Tensor *t);          /* contiguous copy without autograd */
 void ac_copy_strided(Tensor *dst_contig, const Tensor *src);
+double ac_element_at(const Tensor *t, int64_t offset); /* any dtype, as double */
 
 /* Checks. */
 char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */

@@ -37,16 +37,13 @@ typedef struct {
     int width;
 } Fmt;
 
-static double value_at(const Tensor *t, int64_t off) {
-    if (t->dtype == AC_FLOAT32) return ((const float *)t->data)[off];
-    if (t->dtype == AC_INT64) return (double)((const int64_t *)t->data)[off];
-    return ((const bool *)t->data)[off];
-}
+static double value_at(const Tensor *t, int64_t off) { return ac_element_at(t, off); }
+static bool floating(ac_dtype d) { return d == AC_FLOAT32 || d == AC_FLOAT64; }
 
 /* Element text before right-alignment. */
 static int elem_text(const Fmt *f, double v, char *out, size_t cap) {
     if (f->dtype == AC_BOOL) return snprintf(out, cap, "%s", v != 0 ? "True" : "False");
-    if (f->dtype == AC_INT64) return snprintf(out, cap, "%lld", (long long)v);
+    if (!floating(f->dtype)) return snprintf(out, cap, "%lld", (long long)v);
     if (isnan(v)) return snprintf(out, cap, "nan");   /* never glibc's "-nan" */
     if (isinf(v)) return snprintf(out, cap, v > 0 ? "inf" : "-inf");
     if (f->sci) return snprintf(out, cap, "%.4e", v);
@@ -82,7 +79,7 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
     Vals vs = {0};
     collect(t, 0, t->offset, summarize, &vs);
     char tmp[64];
-    if (t->dtype != AC_FLOAT32) {
+    if (!floating(t->dtype)) {
         for (int64_t i = 0; i < vs.n; i++) {
             int w = elem_text(&f, vs.v[i], tmp, sizeof tmp);
             if (w > f.width) f.width = w;
@@ -201,7 +198,7 @@ char *torch_repr(const Tensor *t) {
     size_t start = b.n;
     puts_(&b, "tensor(");
     int64_t n = torch_numel(t);
-    char sufs[3][96];
+    char sufs[4][96];
     int ns = 0;
     if (n == 0) {
         puts_(&b, "[]");
@@ -212,13 +209,15 @@ char *torch_repr(const Tensor *t) {
             snprintf(sufs[ns] + k, sizeof sufs[ns] - (size_t)k, t->ndim == 1 ? ",)" : ")");
             ns++;
         }
-        if (t->dtype != AC_FLOAT32)
-            snprintf(sufs[ns++], sizeof sufs[0], "dtype=torch.%s", t->dtype == AC_INT64 ? "int64" : "bool");
     } else {
         bool summarize = n > THRESHOLD;
         Fmt f = make_fmt(t, summarize);
         tensor_str(&b, t, 0, t->offset, 7, summarize, &f);
     }
+    /* dtype=... for dtypes other than the defaults; empty tensors show it even for int64 and bool */
+    static const char *const torch_names[] = {"float32", "int64", "bool", "float64", "int32"};
+    if (t->dtype == AC_FLOAT64 || t->dtype == AC_INT32 || (n == 0 && t->dtype != AC_FLOAT32))
+        snprintf(sufs[ns++], sizeof sufs[0], "dtype=torch.%s", torch_names[t->dtype]);
     if (t->grad_fn) snprintf(sufs[ns++], sizeof sufs[0], "grad_fn=<%s>", torch_grad_fn_name(t));
     else if (t->requires_grad) snprintf(sufs[ns++], sizeof sufs[0], "requires_grad=True");
     const char *nl = strrchr(b.s + start, '\n');

@@ -6,10 +6,17 @@
 
 #include "internal.h"
 
-size_t ac_dtype_size(ac_dtype d) { return d == AC_FLOAT32 ? 4 : d == AC_INT64 ? 8 : 1; }
+size_t ac_dtype_size(ac_dtype d) {
+    switch (d) {
+    case AC_FLOAT32: case AC_INT32: return 4;
+    case AC_INT64: case AC_FLOAT64: return 8;
+    default: return 1;
+    }
+}
 
 const char *ac_dtype_name(ac_dtype d) {
-    return d == AC_FLOAT32 ? "Float" : d == AC_INT64 ? "Long" : "Bool";
+    static const char *const names[] = {"Float", "Long", "Bool", "Double", "Int"};
+    return names[d];
 }
 
 int64_t ac_shape_numel(int ndim, const int64_t *shape) {
@@ -152,19 +159,13 @@ void ac_copy_strided(Tensor *dst, const Tensor *src) {
     char *out = dst->data;
     const char *in = src->data;
     for (int64_t r = 0; r < rows; r++) {
-        if (src->dtype == AC_FLOAT32) {
-            const float *p = (const float *)in + off;
-            float *o = (float *)out + r * inner;
-            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
-        } else if (src->dtype == AC_INT64) {
-            const int64_t *p = (const int64_t *)in + off;
-            int64_t *o = (int64_t *)out + r * inner;
-            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
-        } else {
-            const bool *p = (const bool *)in + off;
-            bool *o = (bool *)out + r * inner;
-            for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr];
-        }
+        /* one row, by element size (the copy does not care what the bits mean) */
+#define ROW(T) do { const T *p = (const T *)in + off; T *o = (T *)out + r * inner; \
+                    for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr]; } while (0)
+        if (es == 4) ROW(uint32_t);
+        else if (es == 8) ROW(uint64_t);
+        else ROW(uint8_t);
+#undef ROW
         /* advance the outer index (all dims but the last) */
         for (int d = nd - 2; d >= 0; d--) {
             idx[d]++;
@@ -204,10 +205,12 @@ int64_t *torch_data_long(Tensor *t) {
     return (int64_t *)t->data + t->offset;
 }
 
-static double element_at(const Tensor *t, int64_t off) {
+double ac_element_at(const Tensor *t, int64_t off) {
     switch (t->dtype) {
     case AC_FLOAT32: return ((const float *)t->data)[off];
     case AC_INT64: return (double)((const int64_t *)t->data)[off];
+    case AC_FLOAT64: return ((const double *)t->data)[off];
+    case AC_INT32: return ((const int32_t *)t->data)[off];
     default: return ((const bool *)t->data)[off];
     }
 }
@@ -217,7 +220,7 @@ double torch_item(Tensor *t) {
     if (torch_numel(t) != 1)
         ac_error("item: a Tensor with %lld elements cannot be converted to Scalar",
                  (long long)torch_numel(t));
-    return element_at(t, t->offset);
+    return ac_element_at(t, t->offset);
 }
 
 double torch_get(Tensor *t, int n, const int64_t *index) {
@@ -233,7 +236,7 @@ double torch_get(Tensor *t, int n, const int64_t *index) {
         if (k < 0) k += t->shape[i];
         off += k * t->stride[i];
     }
-    return element_at(t, off);
+    return ac_element_at(t, off);
 }
 
 /* ---- creation ---------------------------------------------------------------- */
@@ -256,6 +259,13 @@ Tensor *torch_tensor_long(const int64_t *data, int ndim, const int64_t *shape) {
 }
 Tensor *torch_tensor_bool(const bool *data, int ndim, const int64_t *shape) {
     return from_data(data, ndim, shape, AC_BOOL);
+}
+
+Tensor *torch_tensor_double(const double *data, int ndim, const int64_t *shape) {
+    return from_data(data, ndim, shape, AC_FLOAT64);
+}
+Tensor *torch_tensor_int(const int32_t *data, int ndim, const int64_t *shape) {
+    return from_data(data, ndim, shape, AC_INT32);
 }
 
 Tensor *torch_scalar_tensor(double value) {
@@ -303,10 +313,7 @@ Tensor *torch_to_bool(Tensor *t) {
     ac_check_defined(t, "bool");
     Tensor *c = ac_materialize(t), *o = ac_new(AC_BOOL, t->ndim, t->shape);
     bool *q = o->data;
-    for (int64_t i = 0, n = torch_numel(t); i < n; i++)
-        q[i] = t->dtype == AC_FLOAT32 ? ((float *)c->data)[i] != 0.0f
-             : t->dtype == AC_INT64   ? ((int64_t *)c->data)[i] != 0
-                                      : ((bool *)c->data)[i];
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) q[i] = ac_element_at(c, i) != 0.0;
     return o;
 }
 
@@ -315,14 +322,30 @@ Tensor *torch_to_float(Tensor *t) {
     if (t->dtype == AC_FLOAT32) return t;
     Tensor *c = ac_materialize(t), *o = ac_new(AC_FLOAT32, t->ndim, t->shape);
     float *q = o->data;
-    for (int64_t i = 0, n = torch_numel(t); i < n; i++)
-        q[i] = t->dtype == AC_INT64 ? (float)((int64_t *)c->data)[i] : (float)((bool *)c->data)[i];
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) q[i] = (float)ac_element_at(c, i);
     return o;
 }
 
 Tensor *torch_detach(Tensor *t) {
     ac_check_defined(t, "detach");
     return ac_view_of(t, t->ndim, t->shape, t->stride, t->offset);
+}
+
+Tensor *torch_copy_(Tensor *dst, Tensor *src) {
+    ac_check_defined(dst, "copy_");
+    ac_check_defined(src, "copy_");
+    if (dst->dtype != src->dtype || dst->ndim != src->ndim ||
+        memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
+        ac_error("copy_: expected a source of shape %s and dtype %s, got shape %s and dtype %s",
+                 ac_shape_str(dst), ac_dtype_name(dst->dtype), ac_shape_str(src), ac_dtype_name(src->dtype));
+    if (!torch_is_contiguous(dst)) ac_error("copy_: the destination must be contiguous");
+    if (dst->requires_grad && !dst->grad_fn && torch_is_grad_enabled())
+        ac_error("copy_: a leaf Variable that requires grad is being used in an in-place operation.");
+    Tensor view = *dst; /* ac_copy_strided writes from data + 0 */
+    view.data = (char *)dst->data + (size_t)dst->offset * ac_dtype_size(dst->dtype);
+    view.offset = 0;
+    ac_copy_strided(&view, src);
+    return dst;
 }
 
 /* ---- long-lived tensors ----------------------------------------------------------- */

@@ -42,7 +42,9 @@
 #define SHAPE(...) AC_NARGS_I64(__VA_ARGS__), ((const int64_t[]){__VA_ARGS__})
 #define TENSORS(...) ((int)(sizeof((Tensor *[]){__VA_ARGS__}) / sizeof(Tensor *))), ((Tensor *[]){__VA_ARGS__})
 
-typedef enum { AC_FLOAT32 = 0, AC_INT64 = 1, AC_BOOL = 2 } ac_dtype;
+/* Ops compute in float32 (with int64 indices and bool masks); float64 and
+ * int32 tensors can be made, copied and printed, as PyTorch prints them. */
+typedef enum { AC_FLOAT32 = 0, AC_INT64 = 1, AC_BOOL = 2, AC_FLOAT64 = 3, AC_INT32 = 4 } ac_dtype;
 
 struct Node;
 
@@ -90,6 +92,8 @@ const char *ac_last_error(void);
 Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape);        /* float32 copy */
 Tensor *torch_tensor_long(const int64_t *data, int ndim, const int64_t *shape); /* int64 copy */
 Tensor *torch_tensor_bool(const bool *data, int ndim, const int64_t *shape);
+Tensor *torch_tensor_double(const double *data, int ndim, const int64_t *shape);  /* dtype=torch.float64 */
+Tensor *torch_tensor_int(const int32_t *data, int ndim, const int64_t *shape);    /* dtype=torch.int32 */
 Tensor *torch_scalar_tensor(double value);              /* 0-d float32: torch.tensor(1.5) */
 Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype);
 Tensor *torch_zeros(int ndim, const int64_t *shape);
@@ -103,6 +107,7 @@ Tensor *torch_clone(Tensor *t);                         /* CloneBackward0 */
 Tensor *torch_to_bool(Tensor *t);                       /* t.bool() */
 Tensor *torch_to_float(Tensor *t);                      /* t.float() */
 Tensor *torch_detach(Tensor *t);                        /* shares storage, no grad */
+Tensor *torch_copy_(Tensor *dst, Tensor *src);          /* dst.copy_(src): same shape and dtype, no grad */
 
 /* ---- random numbers (PyTorch 1.13 CPU streams; see tensor/rng.c) ---------- */
 typedef struct torch_Generator {

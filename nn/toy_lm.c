@@ -1,0 +1,136 @@
+/* ToyLM and its character data (see toy_lm.h). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "toy_lm.h"
+
+static Tensor *toylm_fwd(nn_Module *m, Tensor *x) { return nn_ToyLM_forward((nn_ToyLM *)m, x); }
+
+nn_ToyLM *nn_ToyLM_new(int64_t vocab_size, int64_t context_length, int64_t d_model, int64_t num_heads) {
+    nn_ToyLM *m = calloc(1, sizeof *m);
+    if (!m) ac_error("ToyLM: out of memory");
+    nn_module_init(&m->module, "ToyLM", toylm_fwd);
+    m->vocab_size = vocab_size;
+    m->context_length = context_length;
+    m->tok_emb = (nn_Embedding *)nn_register_module(&m->module, "tok_emb", &nn_Embedding_new(vocab_size, d_model)->module);
+    m->pos_emb = (nn_Embedding *)nn_register_module(&m->module, "pos_emb", &nn_Embedding_new(context_length, d_model)->module);
+    m->attn = (nn_MultiHeadAttention *)nn_register_module(
+        &m->module, "attn", &nn_MultiHeadAttention_new(d_model, d_model, context_length, num_heads)->module);
+    m->head = (nn_Linear *)nn_register_module(&m->module, "head", &nn_Linear_new(d_model, vocab_size, true)->module);
+    return m;
+}
+
+Tensor *nn_ToyLM_forward(nn_ToyLM *self, Tensor *idx) {
+    ac_check_defined(idx, "ToyLM");
+    if (idx->ndim != 2) ac_error("ToyLM: expected token ids of shape (b, t), got %s", ac_shape_str(idx));
+    int64_t t = idx->shape[1];                                        /* t = idx.shape[1] */
+    if (t > self->context_length)
+        ac_error("ToyLM: the input has %lld tokens, but context_length is %lld", (long long)t,
+                 (long long)self->context_length);
+    Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, idx),   /* x = self.tok_emb(idx) */
+                          nn_Embedding_forward(self->pos_emb, torch_arange(t))); /* + self.pos_emb(torch.arange(t)) */
+    x = torch_add(x, nn_MultiHeadAttention_forward(self->attn, x));   /* x = x + self.attn(x) */
+    return nn_Linear_forward(self->head, x);                          /* return self.head(x) */
+}
+
+/* ---- characters ------------------------------------------------------------------------------ */
+
+static int cmp_u32(const void *a, const void *b) {
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* One UTF-8 sequence at s (len bytes left); returns its length, 0 if invalid. */
+static int utf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
+    if (s[0] < 0x80) { *cp = s[0]; return 1; }
+    int n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (size_t)n > len) return 0;
+    uint32_t c = s[0] & (0x7F >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xC0) != 0x80) return 0;
+        c = (c << 6) | (s[i] & 0x3F);
+    }
+    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
+    if (c < min[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
+    *cp = c;
+    return n;
+}
+
+bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_t errlen) {
+    memset(ct, 0, sizeof *ct);
+    uint32_t *cps = malloc(sizeof(uint32_t) * (len ? len : 1));
+    if (!cps) ac_error("chartext: out of memory");
+    int64_t n = 0;
+    for (size_t i = 0; i < len;) {
+        int k = utf8_next((const unsigned char *)bytes + i, len - i, &cps[n]);
+        if (k == 0) {
+            snprintf(err, errlen, "invalid UTF-8 at byte %zu", i);
+            free(cps);
+            return false;
+        }
+        i += (size_t)k;
+        n++;
+    }
+    uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
+    if (!sorted) ac_error("chartext: out of memory");
+    memcpy(sorted, cps, sizeof(uint32_t) * (size_t)n);
+    qsort(sorted, (size_t)n, sizeof(uint32_t), cmp_u32);
+    int64_t v = 0;
+    for (int64_t i = 0; i < n; i++)
+        if (i == 0 || sorted[i] != sorted[i - 1]) sorted[v++] = sorted[i];
+    ct->vocab_size = v;
+    ct->chars = sorted;
+    ct->n = n;
+    ac_mark m = ac_arena_mark();
+    Tensor *d = torch_empty(SHAPE(n), AC_INT64);
+    int64_t *dp = d->data;
+    for (int64_t i = 0; i < n; i++) dp[i] = chartext_encode_char(ct, cps[i]);
+    ct->data = torch_persist(d);
+    ac_arena_release(m);
+    free(cps);
+    return true;
+}
+
+void chartext_free(CharText *ct) {
+    free(ct->chars);
+    if (ct->data) torch_free(ct->data);
+    memset(ct, 0, sizeof *ct);
+}
+
+int64_t chartext_encode_char(const CharText *ct, uint32_t cp) {
+    int64_t lo = 0, hi = ct->vocab_size;
+    while (lo < hi) {
+        int64_t mid = (lo + hi) / 2;
+        if (ct->chars[mid] < cp) lo = mid + 1; else hi = mid;
+    }
+    return lo < ct->vocab_size && ct->chars[lo] == cp ? lo : -1;
+}
+
+int chartext_decode(const CharText *ct, int64_t token, char out[5]) {
+    uint32_t c = (token >= 0 && token < ct->vocab_size) ? ct->chars[token] : 0xFFFD;
+    int n;
+    if (c < 0x80) { out[0] = (char)c; n = 1; }
+    else if (c < 0x800) { out[0] = (char)(0xC0 | (c >> 6)); out[1] = (char)(0x80 | (c & 0x3F)); n = 2; }
+    else if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12)); out[1] = (char)(0x80 | ((c >> 6) & 0x3F)); out[2] = (char)(0x80 | (c & 0x3F)); n = 3;
+    } else {
+        out[0] = (char)(0xF0 | (c >> 18)); out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+        out[2] = (char)(0x80 | ((c >> 6) & 0x3F)); out[3] = (char)(0x80 | (c & 0x3F)); n = 4;
+    }
+    out[n] = 0;
+    return n;
+}
+
+void toylm_get_batch(const CharText *ct, int64_t batch, int64_t context, Tensor **x, Tensor **y) {
+    if (ct->n - context <= 0)
+        ac_error("get_batch: the text has %lld characters; training with context %lld needs at least %lld",
+                 (long long)ct->n, (long long)context, (long long)context + 1);
+    Tensor *ix = torch_randint(0, ct->n - context, SHAPE(batch));     /* ix = torch.randint(len(data) - context, (batch,)) */
+    *x = torch_empty(SHAPE(batch, context), AC_INT64);
+    *y = torch_empty(SHAPE(batch, context), AC_INT64);
+    const int64_t *d = ct->data->data, *i = ix->data;
+    for (int64_t b = 0; b < batch; b++) {
+        memcpy((int64_t *)(*x)->data + b * context, d + i[b], sizeof(int64_t) * (size_t)context);     /* data[i:i + context] */
+        memcpy((int64_t *)(*y)->data + b * context, d + i[b] + 1, sizeof(int64_t) * (size_t)context); /* data[i + 1:i + context + 1] */
+    }
+}

@@ -1,0 +1,43 @@
+/* The toy next-token model of ../shared/pytorch/toy_lm.py, and what training
+ * it needs: a character vocabulary, random batches, one Adam step.
+ *
+ * class ToyLM(nn.Module):
+ *     tok_emb = nn.Embedding(vocab_size, d_model); pos_emb = nn.Embedding(context_length, d_model)
+ *     attn = MultiHeadAttention(d_model, d_model, context_length, num_heads); head = nn.Linear(d_model, vocab_size)
+ *     forward(idx): x = tok_emb(idx) + pos_emb(torch.arange(t)); x = x + attn(x); return head(x) */
+#ifndef ATTENTION_TOY_LM_H
+#define ATTENTION_TOY_LM_H
+
+#include "nn.h"
+
+typedef struct {
+    nn_Module module;
+    int64_t vocab_size, context_length;
+    nn_Embedding *tok_emb, *pos_emb;
+    nn_MultiHeadAttention *attn;
+    nn_Linear *head;
+} nn_ToyLM;
+
+nn_ToyLM *nn_ToyLM_new(int64_t vocab_size, int64_t context_length, int64_t d_model, int64_t num_heads);
+Tensor *nn_ToyLM_forward(nn_ToyLM *self, Tensor *idx);  /* idx (b, t) int64 -> logits (b, t, vocab) */
+
+/* A text as characters (Unicode code points, decoded from UTF-8):
+ * chars = sorted(set(text)); stoi = {c: i}; data = [stoi[c] for c in text]. */
+typedef struct {
+    int64_t vocab_size;
+    uint32_t *chars;   /* chars[i] is the code point of token i */
+    int64_t n;         /* characters in the text */
+    Tensor *data;      /* (n,) int64, long-lived */
+} CharText;
+
+/* Decode `bytes` (not NUL-terminated); false and a message in err on invalid UTF-8. */
+bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_t errlen);
+void chartext_free(CharText *ct);
+int64_t chartext_encode_char(const CharText *ct, uint32_t codepoint); /* -1 if not in the vocabulary */
+int chartext_decode(const CharText *ct, int64_t token, char out[5]);  /* UTF-8 bytes of a token */
+
+/* ix = torch.randint(len(data) - context, (batch,))
+ * x = torch.stack([data[i:i + context] for i in ix]); y = the same shifted by one */
+void toylm_get_batch(const CharText *ct, int64_t batch, int64_t context, Tensor **x, Tensor **y);
+
+#endif

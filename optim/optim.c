@@ -1,0 +1,258 @@
+/* SGD, Adam, AdamW. Each update line below is the torch.optim (1.13) line it
+ * mirrors; scalars are cast to float32 where PyTorch casts them, and every
+ * elementwise kernel rounds in the same order (a + alpha*b, self + v*t1*t2,
+ * self + v*t1/t2), so parameters match torch bit for bit or nearly. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim.h"
+
+static void *xcalloc(size_t n, size_t s) {
+    void *p = calloc(n ? n : 1, s);
+    if (!p) ac_error("optim: out of memory");
+    return p;
+}
+
+static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, double weight_decay) {
+    if (!(lr >= 0.0)) ac_error("optim: Invalid learning rate: %g", lr);
+    if (!(weight_decay >= 0.0)) ac_error("optim: Invalid weight_decay value: %g", weight_decay);
+    if (params.n == 0) ac_error("optim: optimizer got an empty parameter list");
+    optim_Optimizer *o = xcalloc(1, sizeof *o);
+    o->kind = kind;
+    o->n_params = params.n;
+    o->params = xcalloc((size_t)params.n, sizeof(Tensor *));
+    for (int i = 0; i < params.n; i++) {
+        Tensor *p = params.tensors[i];
+        if (!p || !p->requires_grad || p->grad_fn)
+            ac_error("optim: can't optimize a non-leaf Tensor or one that does not require grad (parameter %d, %s)",
+                     i, params.names && params.names[i] ? params.names[i] : "?");
+        o->params[i] = p;
+    }
+    o->lr = lr;
+    o->weight_decay = weight_decay;
+    o->step = xcalloc((size_t)params.n, sizeof(double));
+    o->exp_avg = xcalloc((size_t)params.n, sizeof(Tensor *));
+    o->exp_avg_sq = xcalloc((size_t)params.n, sizeof(Tensor *));
+    o->max_exp_avg_sq = xcalloc((size_t)params.n, sizeof(Tensor *));
+    o->momentum_buffer = xcalloc((size_t)params.n, sizeof(Tensor *));
+    return o;
+}
+
+optim_Optimizer *optim_SGD(nn_TensorList params, double lr, double momentum, double dampening, double weight_decay,
+                           bool nesterov) {
+    if (!(momentum >= 0.0)) ac_error("SGD: Invalid momentum value: %g", momentum);
+    if (nesterov && (momentum <= 0 || dampening != 0))
+        ac_error("SGD: Nesterov momentum requires a momentum and zero dampening");
+    optim_Optimizer *o = make(OPTIM_SGD, params, lr, weight_decay);
+    o->momentum = momentum;
+    o->dampening = dampening;
+    o->nesterov = nesterov;
+    return o;
+}
+
+static optim_Optimizer *adam(optim_kind kind, nn_TensorList params, double lr, double beta1, double beta2,
+                             double eps, double weight_decay, bool amsgrad) {
+    const char *name = kind == OPTIM_ADAM ? "Adam" : "AdamW";
+    if (!(eps >= 0.0)) ac_error("%s: Invalid epsilon value: %g", name, eps);
+    if (!(beta1 >= 0.0 && beta1 < 1.0)) ac_error("%s: Invalid beta parameter at index 0: %g", name, beta1);
+    if (!(beta2 >= 0.0 && beta2 < 1.0)) ac_error("%s: Invalid beta parameter at index 1: %g", name, beta2);
+    optim_Optimizer *o = make(kind, params, lr, weight_decay);
+    o->beta1 = beta1;
+    o->beta2 = beta2;
+    o->eps = eps;
+    o->amsgrad = amsgrad;
+    return o;
+}
+
+optim_Optimizer *optim_Adam(nn_TensorList params, double lr, double beta1, double beta2, double eps,
+                            double weight_decay, bool amsgrad) {
+    return adam(OPTIM_ADAM, params, lr, beta1, beta2, eps, weight_decay, amsgrad);
+}
+
+optim_Optimizer *optim_AdamW(nn_TensorList params, double lr, double beta1, double beta2, double eps,
+                             double weight_decay, bool amsgrad) {
+    return adam(OPTIM_ADAMW, params, lr, beta1, beta2, eps, weight_decay, amsgrad);
+}
+
+static Tensor *state_zeros(const Tensor *p) {
+    ac_mark m = ac_arena_mark();
+    Tensor *z = torch_persist(torch_zeros(p->ndim, p->shape));
+    ac_arena_release(m);
+    return z;
+}
+
+static void sgd_update(optim_Optimizer *o, int i, float *p, const float *g, int64_t n) {
+    float wd = (float)o->weight_decay, mom = (float)o->momentum, damp = (float)(1.0 - o->dampening);
+    float neg_lr = (float)(-o->lr);
+    ac_mark m = ac_arena_mark();
+    float *d_p = ac_arena_alloc(sizeof(float) * (size_t)n);
+    for (int64_t k = 0; k < n; k++)                          /* d_p = d_p.add(param, alpha=weight_decay) */
+        d_p[k] = o->weight_decay != 0 ? p[k] * wd + g[k] : g[k];
+    if (o->momentum != 0) {
+        float *buf;
+        if (!o->momentum_buffer[i]) {                        /* buf = torch.clone(d_p).detach() */
+            o->momentum_buffer[i] = state_zeros(o->params[i]);
+            buf = o->momentum_buffer[i]->data;
+            memcpy(buf, d_p, sizeof(float) * (size_t)n);
+        } else {                                             /* buf.mul_(momentum).add_(d_p, alpha=1 - dampening) */
+            buf = o->momentum_buffer[i]->data;
+            for (int64_t k = 0; k < n; k++) buf[k] = d_p[k] * damp + buf[k] * mom;
+        }
+        for (int64_t k = 0; k < n; k++)                      /* nesterov: d_p = d_p.add(buf, alpha=momentum) */
+            d_p[k] = o->nesterov ? buf[k] * mom + d_p[k] : buf[k];
+    }
+    for (int64_t k = 0; k < n; k++) p[k] = d_p[k] * neg_lr + p[k]; /* param.add_(d_p, alpha=-lr) */
+    ac_arena_release(m);
+}
+
+static void adam_update(optim_Optimizer *o, int i, float *p, const float *g, int64_t n) {
+    if (!o->exp_avg[i]) {
+        o->exp_avg[i] = state_zeros(o->params[i]);
+        o->exp_avg_sq[i] = state_zeros(o->params[i]);
+        if (o->amsgrad) o->max_exp_avg_sq[i] = state_zeros(o->params[i]);
+    }
+    float *m = o->exp_avg[i]->data, *v = o->exp_avg_sq[i]->data;
+    float *vmax = o->amsgrad ? o->max_exp_avg_sq[i]->data : NULL;
+    o->step[i] = (double)((float)o->step[i] + 1.0f);          /* step_t += 1 (a float32 tensor) */
+    double step = o->step[i];
+    if (o->kind == OPTIM_ADAMW) {                            /* param.mul_(1 - lr * weight_decay) */
+        float f = (float)(1.0 - o->lr * o->weight_decay);
+        for (int64_t k = 0; k < n; k++) p[k] = p[k] * f;
+    }
+    float wd = (float)o->weight_decay, b1 = (float)o->beta1, b2 = (float)o->beta2;
+    float a1 = (float)(1.0 - o->beta1), a2 = (float)(1.0 - o->beta2);
+    double bias_correction1 = 1.0 - pow(o->beta1, step);    /* bias_correction1 = 1 - beta1 ** step */
+    double bias_correction2 = 1.0 - pow(o->beta2, step);    /* bias_correction2 = 1 - beta2 ** step */
+    float neg_step_size = (float)-(o->lr / bias_correction1); /* step_size = lr / bias_correction1 */
+    float bc2_sqrt = (float)sqrt(bias_correction2);         /* bias_correction2_sqrt = math.sqrt(...) */
+    float eps = (float)o->eps;
+    bool decay_grad = o->kind == OPTIM_ADAM && o->weight_decay != 0;
+    for (int64_t k = 0; k < n; k++) {
+        float gk = decay_grad ? p[k] * wd + g[k] : g[k];    /* grad = grad.add(param, alpha=weight_decay) */
+        m[k] = gk * a1 + m[k] * b1;                          /* exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
+        v[k] = v[k] * b2 + a2 * gk * gk;                     /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2) */
+        float vk = v[k];
+        if (vmax) vk = vmax[k] = vmax[k] > vk ? vmax[k] : vk; /* torch.maximum(max_exp_avg_sqs[i], exp_avg_sq) */
+        float denom = sqrtf(vk) / bc2_sqrt + eps;            /* denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps) */
+        p[k] = p[k] + neg_step_size * m[k] / denom;          /* param.addcdiv_(exp_avg, denom, value=-step_size) */
+    }
+}
+
+void optim_step(optim_Optimizer *o) {
+    bool prev = torch_set_grad_enabled(false);
+    for (int i = 0; i < o->n_params; i++) {
+        Tensor *p = o->params[i];
+        if (!p->grad) continue; /* as torch: parameters without a gradient are skipped */
+        int64_t n = torch_numel(p);
+        if (o->kind == OPTIM_SGD) sgd_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
+        else adam_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
+    }
+    torch_set_grad_enabled(prev);
+}
+
+void optim_zero_grad(optim_Optimizer *o) {
+    for (int i = 0; i < o->n_params; i++) torch_zero_grad_(o->params[i]);
+}
+
+void optim_free(optim_Optimizer *o) {
+    if (!o) return;
+    for (int i = 0; i < o->n_params; i++) {
+        torch_free(o->exp_avg[i]);
+        torch_free(o->exp_avg_sq[i]);
+        torch_free(o->max_exp_avg_sq[i]);
+        torch_free(o->momentum_buffer[i]);
+    }
+    free(o->params);
+    free(o->step);
+    free(o->exp_avg);
+    free(o->exp_avg_sq);
+    free(o->max_exp_avg_sq);
+    free(o->momentum_buffer);
+    free(o);
+}
+
+/* ---- state save / restore ------------------------------------------------------------------- */
+
+static const char *const slot_names[] = {"exp_avg", "exp_avg_sq", "max_exp_avg_sq", "momentum_buffer"};
+
+static Tensor **slot(optim_Optimizer *o, int s) {
+    return s == 0 ? o->exp_avg : s == 1 ? o->exp_avg_sq : s == 2 ? o->max_exp_avg_sq : o->momentum_buffer;
+}
+
+nn_TensorList optim_state_dict(optim_Optimizer *o) {
+    int cap = o->n_params * 5, n = 0;
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)(cap ? cap : 1));
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)(cap ? cap : 1));
+    for (int i = 0; i < o->n_params; i++) {
+        char buf[64];
+        if (o->kind != OPTIM_SGD && o->exp_avg[i]) {
+            snprintf(buf, sizeof buf, "state.%d.step", i);
+            names[n] = strcpy(ac_arena_alloc(strlen(buf) + 1), buf);
+            ts[n++] = torch_scalar_tensor(o->step[i]);
+        }
+        for (int s = 0; s < 4; s++) {
+            Tensor *t = slot(o, s)[i];
+            if (!t) continue;
+            snprintf(buf, sizeof buf, "state.%d.%s", i, slot_names[s]);
+            names[n] = strcpy(ac_arena_alloc(strlen(buf) + 1), buf);
+            ts[n++] = t;
+        }
+    }
+    return (nn_TensorList){n, names, ts};
+}
+
+bool optim_load_state_dict(optim_Optimizer *o, nn_TensorList st, bool apply, char *err, size_t errlen) {
+    for (int k = 0; k < st.n; k++) { /* check everything first, so a bad file changes nothing */
+        int i, used = 0;
+        char what[32];
+        if (sscanf(st.names[k], "state.%d.%31s%n", &i, what, &used) != 2 || i < 0 || i >= o->n_params ||
+            st.names[k][used] != 0) {
+            snprintf(err, errlen, "unexpected optimizer key \"%s\" for an optimizer of %d parameters", st.names[k],
+                     o->n_params);
+            return false;
+        }
+        Tensor *t = st.tensors[k];
+        if (t->dtype != AC_FLOAT32) {
+            snprintf(err, errlen, "optimizer state \"%s\" must be float32", st.names[k]);
+            return false;
+        }
+        if (strcmp(what, "step") == 0) {
+            if (torch_numel(t) != 1) {
+                snprintf(err, errlen, "optimizer state \"%s\" must hold one value", st.names[k]);
+                return false;
+            }
+            continue;
+        }
+        int s = 0;
+        while (s < 4 && strcmp(what, slot_names[s]) != 0) s++;
+        bool fits = s < 4 && (s < 3 ? o->kind != OPTIM_SGD : o->kind == OPTIM_SGD) && (s != 2 || o->amsgrad);
+        if (!fits) {
+            snprintf(err, errlen, "optimizer state \"%s\" does not belong to this optimizer", st.names[k]);
+            return false;
+        }
+        const Tensor *p = o->params[i];
+        if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0) {
+            snprintf(err, errlen, "optimizer state \"%s\" has shape %s, but parameter %d has shape %s",
+                     st.names[k], ac_shape_str(t), i, ac_shape_str(p));
+            return false;
+        }
+    }
+    if (!apply) return true;
+    for (int k = 0; k < st.n; k++) {
+        int i;
+        char what[32];
+        sscanf(st.names[k], "state.%d.%31s", &i, what);
+        if (strcmp(what, "step") == 0) {
+            o->step[i] = torch_item(st.tensors[k]);
+            continue;
+        }
+        int s = 0;
+        while (strcmp(what, slot_names[s]) != 0) s++;
+        Tensor **sl = slot(o, s);
+        if (!sl[i]) sl[i] = state_zeros(o->params[i]);
+        torch_copy_(sl[i], st.tensors[k]);
+    }
+    return true;
+}

@@ -1,0 +1,22 @@
+/* The Check runner: every suite, fork mode (each test in its own process). */
+#include <stdlib.h>
+
+#include "tests.h"
+
+int main(void) {
+    SRunner *sr = srunner_create(suite_rng());
+    srunner_add_suite(sr, suite_print());
+    srunner_add_suite(sr, suite_ops());
+    srunner_add_suite(sr, suite_grad());
+    srunner_add_suite(sr, suite_autograd());
+    srunner_add_suite(sr, suite_errors());
+    srunner_add_suite(sr, suite_article());
+    srunner_add_suite(sr, suite_nn());
+    srunner_add_suite(sr, suite_optim());
+    srunner_add_suite(sr, suite_train());
+    srunner_add_suite(sr, suite_memory());
+    srunner_run_all(sr, CK_NORMAL);
+    int failed = srunner_ntests_failed(sr);
+    srunner_free(sr);
+    return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,375 @@
+/* Finite-difference gradient checks for every op's backward.
+ *
+ * The loss is L = sum(w * f(x)) with fixed random weights w in [-1, 1) (never a
+ * plain sum: softmax's sum has zero gradient, so it would pass whatever the
+ * backward did). L is summed in double outside the library, and the backward
+ * is seeded with w. The numeric derivative is the 5-point stencil
+ *     dL/dx ~ (8 (L(x+h) - L(x-h)) - (L(x+2h) - L(x-2h))) / 12h,   h = 2^-6,
+ * on inputs that are multiples of 2^-10, so every x +- k h is exact in float32.
+ *
+ * Tolerance, as tight as float32 allows: the stencil's truncation error is
+ * h^4/30 |f^(5)| ~ 1e-9 |f^(5)| (negligible for these smooth ops), so the error
+ * is float32 rounding of f's outputs. With each output within ~16 ulps
+ * (relative 2^-20) the noise in L is eps_L = 2^-20 sum|w f|, and in the stencil
+ * about 1.5 eps_L / h. A gradient passes when
+ *     |numeric - analytic| <= 2 * 1.5 eps_L / h + 1e-4 |analytic|
+ * (the second term covers the float32 rounding of the analytic gradient).
+ * test_checker_catches_a_wrong_backward shows the check fails when it should. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "tests.h"
+
+#define H (1.0 / 64.0)
+
+typedef Tensor *(*Fn)(Tensor **x);
+
+static double loss(Fn f, Tensor **x, const float *w, double *abs_sum) {
+    ac_mark m = ac_arena_mark();
+    bool prev = torch_set_grad_enabled(false);
+    Tensor *out = torch_contiguous(f(x));
+    torch_set_grad_enabled(prev);
+    const float *o = torch_data_float(out);
+    double s = 0, a = 0;
+    for (int64_t i = 0, n = torch_numel(out); i < n; i++) {
+        s += (double)w[i] * o[i];
+        a += fabs((double)w[i] * o[i]);
+    }
+    ac_arena_release(m);
+    if (abs_sum) *abs_sum = a;
+    return s;
+}
+
+/* Returns the worst (error / tolerance) ratio over all inputs; <= 1 passes. */
+static double gradcheck_ratio(const char *name, Fn f, int n, Tensor **x, bool report) {
+    for (int i = 0; i < n; i++) x[i]->grad = NULL;
+    Tensor *out = f(x);
+    ck_assert_msg(out->requires_grad, "%s: the output does not require grad", name);
+    torch_manual_seed(99);
+    Tensor *w = torch_sub_scalar(torch_mul_scalar(torch_rand(out->ndim, out->shape), 2.0), 1.0);
+    torch_backward(out, w);
+    const float *wd = torch_data_float(w);
+    double abs_sum;
+    loss(f, x, wd, &abs_sum);
+    double noise = 2.0 * 1.5 * ldexp(abs_sum, -20) / H, worst = 0;
+    for (int i = 0; i < n; i++) {
+        ck_assert_msg(x[i]->grad != NULL, "%s: input %d got no gradient", name, i);
+        float *xd = torch_data_float(x[i]);
+        const float *g = torch_data_float(x[i]->grad);
+        for (int64_t j = 0, len = torch_numel(x[i]); j < len; j++) {
+            float x0 = xd[j];
+            double l[4];
+            const double steps[4] = {H, -H, 2 * H, -2 * H};
+            for (int k = 0; k < 4; k++) {
+                xd[j] = (float)(x0 + steps[k]);
+                l[k] = loss(f, x, wd, NULL);
+            }
+            xd[j] = x0;
+            double num = (8.0 * (l[0] - l[1]) - (l[2] - l[3])) / (12.0 * H);
+            double tol = noise + 1e-4 * fabs(g[j]);
+            double r = fabs(num - g[j]) / tol;
+            if (r > worst) worst = r;
+            if (report && r > 1.0)
+                fprintf(stderr, "%s: input %d element %lld: numeric %.8g, analytic %.8g (tolerance %.3g)\n", name, i,
+                        (long long)j, num, (double)g[j], tol);
+        }
+    }
+    return worst;
+}
+
+static void gradcheck(const char *name, Fn f, int n, Tensor **x) {
+    double r = gradcheck_ratio(name, f, n, x, true);
+    ck_assert_msg(r <= 1.0, "%s: gradient check failed (worst error %.2f x the tolerance)", name, r);
+}
+
+/* An input: values in [lo, hi), multiples of 2^-10, requiring grad. */
+static Tensor *input(uint64_t seed, double lo, double hi, int nd, const int64_t *shape) {
+    torch_manual_seed(seed);
+    Tensor *t = torch_rand(nd, shape);
+    float *p = torch_data_float(t);
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = (float)(round((lo + (hi - lo) * p[i]) * 1024.0) / 1024.0);
+    return torch_requires_grad_(t, true);
+}
+#define IN(seed, ...) input(seed, -1.0, 1.0, SHAPE(__VA_ARGS__))
+#define POS(seed, ...) input(seed, 0.5, 2.0, SHAPE(__VA_ARGS__))
+/* away from 0 on both sides: relu's kink and division */
+static Tensor *away(uint64_t seed, int nd, const int64_t *shape) {
+    Tensor *t = input(seed, 0.25, 1.0, nd, shape);
+    float *p = torch_data_float(t);
+    for (int64_t i = 0; i < torch_numel(t); i++) p[i] = (i % 3 == 1) ? -p[i] : p[i];
+    return t;
+}
+#define AWAY(seed, ...) away(seed, SHAPE(__VA_ARGS__))
+
+#define CHECK(name, ...)                                             \
+    do {                                                             \
+        Tensor *xs_[] = {__VA_ARGS__};                               \
+        gradcheck(#name, name##_fn, sizeof xs_ / sizeof *xs_, xs_);  \
+    } while (0)
+#define FN(name, expr) static Tensor *name##_fn(Tensor **x) { return (expr); }
+
+/* ---- matmul in every form -------------------------------------------------------------------- */
+FN(dot, torch_dot(x[0], x[1]))
+FN(vv, torch_matmul(x[0], x[1]))
+FN(vm, torch_matmul(x[0], x[1]))
+FN(mv, torch_matmul(x[0], x[1]))
+FN(mm, torch_matmul(x[0], x[1]))
+FN(mm_t, torch_matmul(x[0], torch_T(x[1])))
+FN(bm, torch_matmul(x[0], x[1]))
+FN(bmm, torch_matmul(x[0], x[1]))
+FN(b4, torch_matmul(x[0], torch_transpose(x[1], 2, 3)))
+FN(bcast, torch_matmul(x[0], x[1]))
+FN(v3, torch_matmul(x[0], x[1]))
+FN(m3v, torch_matmul(x[0], x[1]))
+
+START_TEST(test_grad_matmul) {
+    CHECK(dot, IN(1, 5), IN(2, 5));
+    CHECK(vv, IN(1, 4), IN(2, 4));
+    CHECK(vm, IN(1, 3), IN(2, 3, 4));
+    CHECK(mv, IN(1, 4, 3), IN(2, 3));
+    CHECK(mm, IN(1, 6, 3), IN(2, 3, 4));
+    CHECK(mm_t, IN(1, 6, 3), IN(2, 6, 3));
+    CHECK(bm, IN(1, 2, 5, 3), IN(2, 3, 4));       /* 3-D @ 2-D: folded */
+    CHECK(bmm, IN(1, 2, 5, 3), IN(2, 2, 3, 4));   /* batched */
+    CHECK(b4, IN(1, 2, 2, 4, 3), IN(2, 2, 2, 4, 3)); /* (b, h, t, dh) @ (b, h, dh, t) */
+    CHECK(bcast, IN(1, 2, 1, 3, 4), IN(2, 3, 4, 2)); /* broadcast batch dims */
+    CHECK(v3, IN(1, 3), IN(2, 2, 3, 4));
+    CHECK(m3v, IN(1, 2, 4, 3), IN(2, 3));
+}
+END_TEST
+
+/* ---- elementwise ------------------------------------------------------------------------------ */
+FN(add, torch_add(x[0], x[1]))
+FN(sub, torch_sub(x[0], x[1]))
+FN(mul, torch_mul(x[0], x[1]))
+FN(div, torch_div(x[0], x[1]))
+FN(adds, torch_add_scalar(x[0], 0.75))
+FN(subs, torch_sub_scalar(x[0], 0.75))
+FN(muls, torch_mul_scalar(x[0], -1.5))
+FN(divs, torch_div_scalar(x[0], 1.41421356))
+FN(neg, torch_neg(x[0]))
+FN(exp_, torch_exp(x[0]))
+FN(log_, torch_log(x[0]))
+FN(sqrt_, torch_sqrt(x[0]))
+FN(pow2, torch_pow(x[0], 2.0))
+FN(pow3, torch_pow(x[0], 3.0))
+FN(powh, torch_pow(x[0], 0.5))
+FN(powm1, torch_pow(x[0], -1.0))
+FN(pow15, torch_pow(x[0], 1.5))
+FN(relu, torch_relu(x[0]))
+FN(tanh_, torch_tanh(x[0]))
+FN(gelu, torch_gelu(x[0]))
+FN(twice, torch_mul(x[0], x[0])) /* one tensor used twice */
+
+START_TEST(test_grad_elementwise) {
+    CHECK(add, IN(1, 2, 3), IN(2, 3));
+    CHECK(add, IN(1, 2, 1, 3), IN(2, 4, 1));
+    CHECK(sub, IN(1, 4, 1), IN(2, 2, 4, 3));
+    CHECK(mul, IN(1, 2, 3), IN(2, 2, 1));
+    CHECK(div, IN(1, 3, 4), AWAY(2, 4));
+    CHECK(div, IN(1, 2, 3), AWAY(2, 2, 1));
+    CHECK(adds, IN(1, 5));
+    CHECK(subs, IN(1, 5));
+    CHECK(muls, IN(1, 2, 3));
+    CHECK(divs, IN(1, 2, 3));
+    CHECK(neg, IN(1, 4));
+    CHECK(exp_, IN(1, 2, 3));
+    CHECK(log_, POS(1, 6));
+    CHECK(sqrt_, POS(1, 6));
+    CHECK(pow2, IN(1, 6));
+    CHECK(pow3, IN(1, 6));
+    CHECK(powh, POS(1, 6));
+    CHECK(powm1, POS(1, 6));
+    CHECK(pow15, POS(1, 6));
+    CHECK(relu, AWAY(1, 9));
+    CHECK(tanh_, IN(1, 6));
+    CHECK(gelu, IN(1, 8));
+    CHECK(twice, IN(1, 5));
+}
+END_TEST
+
+/* ---- reductions, softmax, masks ------------------------------------------------------------------ */
+FN(sum_all, torch_sum(x[0]))
+FN(sum_last, torch_sum_dim(x[0], SHAPE(-1), false))
+FN(sum_first_keep, torch_sum_dim(x[0], SHAPE(0), true))
+FN(sum_mid, torch_sum_dim(x[0], SHAPE(1), false))
+FN(sum_two, torch_sum_dim(x[0], SHAPE(0, 2), true))
+FN(mean_all, torch_mean(x[0]))
+FN(mean_dim, torch_mean_dim(x[0], SHAPE(-1), true))
+FN(mean_two, torch_mean_dim(x[0], SHAPE(1, 2), false))
+FN(softmax0, torch_softmax(x[0], 0))
+FN(softmax1, torch_softmax(x[0], 1))
+FN(softmax_last, torch_softmax(x[0], -1))
+FN(softmax_wide, torch_softmax(x[0], -1)) /* rows longer than 8: the 8-lane sum */
+FN(logsoftmax0, torch_log_softmax(x[0], 0))
+FN(logsoftmax_last, torch_log_softmax(x[0], -1))
+static Tensor *causal_mask(int64_t t) { return torch_to_bool(torch_triu(torch_ones(SHAPE(t, t)), 1)); }
+FN(masked_fill, torch_masked_fill(x[0], causal_mask(4), 3.0))
+FN(masked_softmax, torch_softmax(torch_div_scalar(torch_masked_fill(x[0], causal_mask(4), -INFINITY), 1.41421356), -1))
+FN(masked_bcast, torch_masked_fill(x[0], causal_mask(3), -2.0)) /* (2, 3, 3) with a (3, 3) mask */
+FN(tril0, torch_tril(x[0], 0))
+FN(tril_m1, torch_tril(x[0], -1))
+FN(triu1, torch_triu(x[0], 1))
+FN(triu0, torch_triu(x[0], 0))
+
+START_TEST(test_grad_reduce_softmax_mask) {
+    CHECK(sum_all, IN(1, 2, 3));
+    CHECK(sum_last, IN(1, 2, 3, 4));
+    CHECK(sum_first_keep, IN(1, 2, 3, 4));
+    CHECK(sum_mid, IN(1, 2, 3, 4));
+    CHECK(sum_two, IN(1, 2, 3, 4));
+    CHECK(mean_all, IN(1, 3, 4));
+    CHECK(mean_dim, IN(1, 3, 4));
+    CHECK(mean_two, IN(1, 2, 3, 4));
+    CHECK(softmax0, IN(1, 4, 3));
+    CHECK(softmax1, IN(1, 2, 4, 3));
+    CHECK(softmax_last, IN(1, 3, 5));
+    CHECK(softmax_wide, IN(1, 2, 19));
+    CHECK(logsoftmax0, IN(1, 4, 3));
+    CHECK(logsoftmax_last, IN(1, 3, 11));
+    CHECK(masked_fill, IN(1, 4, 4));
+    CHECK(masked_softmax, IN(1, 4, 4));
+    CHECK(masked_bcast, IN(1, 2, 3, 3));
+    CHECK(tril0, IN(1, 4, 5));
+    CHECK(tril_m1, IN(1, 2, 4, 4));
+    CHECK(triu1, IN(1, 5, 4));
+    CHECK(triu0, IN(1, 4, 4));
+}
+END_TEST
+
+/* ---- shape ops -------------------------------------------------------------------------------------- */
+FN(cat0, torch_cat(TENSORS(x[0], x[1], x[2]), 0))
+FN(cat1, torch_cat(TENSORS(x[0], x[1], x[2]), 1))
+FN(catm1, torch_cat(TENSORS(x[0], x[1]), -1))
+FN(stack1, torch_stack(TENSORS(x[0], x[1]), 1))
+FN(transpose, torch_mul(torch_transpose(x[0], 0, 2), x[1])) /* the view then a use of it */
+FN(T_, torch_matmul(torch_T(x[0]), x[1]))
+FN(t_, torch_t(x[0]))
+FN(view, torch_view(x[0], SHAPE(3, -1)))
+FN(reshape_copy, torch_reshape(torch_transpose(x[0], 0, 1), SHAPE(-1)))
+FN(contig, torch_contiguous(torch_transpose(x[0], 0, 1)))
+FN(unsqueeze, torch_mul(torch_unsqueeze(x[0], 1), x[1]))
+FN(select_, torch_select(x[0], 1, -1))
+FN(select_row, torch_select(x[0], 0, 2))
+FN(slice_, torch_slice(x[0], 1, 1, 3))
+FN(slice_neg, torch_slice(x[0], 0, -2, 100))
+FN(view_chain, torch_view(torch_contiguous(torch_transpose(torch_view(x[0], SHAPE(2, 3, 2, 2)), 1, 2)), SHAPE(2, 3, 4)))
+static Tensor *idx_tensor(void) { return torch_tensor_long((const int64_t[]){2, 0, 2, 3, 2}, SHAPE(5)); }
+FN(index_select0, torch_index_select(x[0], 0, idx_tensor()))
+FN(index_select1, torch_index_select(x[0], 1, idx_tensor()))
+static Tensor *ids2d(void) { return torch_tensor_long((const int64_t[]){1, 4, 1, 0, 4, 4}, SHAPE(2, 3)); }
+FN(embedding, torch_embedding(x[0], ids2d(), -1))
+FN(embedding_pad, torch_embedding(x[0], ids2d(), 4))
+
+START_TEST(test_grad_shape_ops) {
+    CHECK(cat0, IN(1, 2, 3), IN(2, 1, 3), IN(3, 3, 3));
+    CHECK(cat1, IN(1, 2, 2, 2), IN(2, 2, 1, 2), IN(3, 2, 3, 2));
+    CHECK(catm1, IN(1, 2, 3), IN(2, 2, 1));
+    CHECK(stack1, IN(1, 2, 3), IN(2, 2, 3));
+    CHECK(transpose, IN(1, 2, 3, 4), IN(2, 4, 3, 2));
+    CHECK(T_, IN(1, 3, 2), IN(2, 3, 4));
+    CHECK(t_, IN(1, 3, 2));
+    CHECK(view, IN(1, 2, 6));
+    CHECK(reshape_copy, IN(1, 3, 4));
+    CHECK(contig, IN(1, 3, 4));
+    CHECK(unsqueeze, IN(1, 3, 4), IN(2, 3, 2, 4));
+    CHECK(select_, IN(1, 3, 4));
+    CHECK(select_row, IN(1, 4, 3));
+    CHECK(slice_, IN(1, 3, 4));
+    CHECK(slice_neg, IN(1, 4, 3));
+    CHECK(view_chain, IN(1, 2, 12));
+    CHECK(index_select0, IN(1, 4, 3));
+    CHECK(index_select1, IN(1, 2, 4));
+    CHECK(embedding, IN(1, 5, 3));
+    /* padding_idx: PyTorch defines that row's gradient as zero (the output still reads it),
+     * so the check is: row 4 gets 0, the other rows what the unpadded lookup gives them. */
+    Tensor *w1 = IN(1, 5, 3), *w2 = IN(1, 5, 3);
+    torch_backward(torch_sum(torch_mul(embedding_fn(&w1), IN(7, 2, 3, 3))), NULL);
+    torch_backward(torch_sum(torch_mul(embedding_pad_fn(&w2), IN(7, 2, 3, 3))), NULL);
+    const float *g1 = torch_data_float(w1->grad), *g2 = torch_data_float(w2->grad);
+    for (int i = 0; i < 15; i++) ck_assert_msg(g2[i] == (i / 3 == 4 ? 0.0f : g1[i]), "padding_idx gradient [%d]", i);
+}
+END_TEST
+
+/* ---- the nn ops -------------------------------------------------------------------------------------- */
+FN(linear2d, torch_linear(x[0], x[1], x[2]))
+FN(linear3d, torch_linear(x[0], x[1], x[2]))
+FN(linear_nobias, torch_linear(x[0], x[1], NULL))
+FN(layer_norm, torch_layer_norm(x[0], SHAPE(5), x[1], x[2], 1e-5))
+FN(layer_norm2, torch_layer_norm(x[0], SHAPE(2, 3), NULL, NULL, 1e-5))
+static Tensor *dropout_fn(Tensor **x) {
+    torch_manual_seed(5); /* the same mask at every evaluation */
+    return torch_dropout(x[0], 0.4, true);
+}
+static Tensor *targets(void) { return torch_tensor_long((const int64_t[]){1, 0, 4, -100, 2}, SHAPE(5)); }
+FN(cross_entropy, torch_cross_entropy(x[0], targets(), -100))
+
+START_TEST(test_grad_nn_ops) {
+    CHECK(linear2d, IN(1, 4, 3), IN(2, 5, 3), IN(3, 5));
+    CHECK(linear3d, IN(1, 2, 3, 3), IN(2, 5, 3), IN(3, 5));
+    CHECK(linear_nobias, IN(1, 2, 4, 3), IN(2, 2, 3));
+    CHECK(layer_norm, IN(1, 3, 5), POS(2, 5), IN(3, 5));
+    CHECK(layer_norm2, IN(1, 2, 2, 3));
+    CHECK(dropout, IN(1, 4, 5));
+    CHECK(cross_entropy, IN(1, 5, 6));
+}
+END_TEST
+
+/* A whole attention block, end to end, through all its parameters. */
+FN(attention, torch_matmul(torch_softmax(torch_div_scalar(torch_masked_fill(
+                  torch_matmul(torch_matmul(x[0], x[1]), torch_T(torch_matmul(x[0], x[2]))), causal_mask(4), -INFINITY),
+                  1.41421356), -1), torch_matmul(x[0], x[3])))
+
+START_TEST(test_grad_attention_block) {
+    CHECK(attention, IN(1, 4, 3), IN(2, 3, 2), IN(3, 3, 2), IN(4, 3, 4));
+}
+END_TEST
+
+/* ---- the checker itself must be able to fail ------------------------------------------------- */
+static void wrong_backward(Node *n, Tensor *g) {
+    /* d(x*x)/dx is 2x; this passes x (the kind of bug a checker must catch) */
+    ac_accum(n->inputs[0], torch_mul(g, n->inputs[0]));
+}
+static Tensor *wrong_square_fn(Tensor **x) {
+    bool prev = torch_set_grad_enabled(false);
+    Tensor *out = torch_mul(x[0], x[0]);
+    torch_set_grad_enabled(prev);
+    AC_NODE("WrongBackward", wrong_backward, out, x[0]);
+    return out;
+}
+static void pass_through_backward(Node *n, Tensor *g) { ac_accum(n->inputs[0], g); }
+static Tensor *masked_fill_leaky_fn(Tensor **x) {
+    /* masked_fill whose backward passes the gradient through masked slots (llama.cpp #4203) */
+    bool prev = torch_set_grad_enabled(false);
+    Tensor *out = torch_masked_fill(x[0], causal_mask(4), 3.0);
+    torch_set_grad_enabled(prev);
+    AC_NODE("LeakyMaskedFill", pass_through_backward, out, x[0]);
+    return out;
+}
+
+START_TEST(test_checker_catches_a_wrong_backward) {
+    Tensor *a[] = {IN(1, 6)};
+    ck_assert_msg(gradcheck_ratio("wrong_square", wrong_square_fn, 1, a, false) > 10.0, "the checker missed a wrong backward");
+    Tensor *b[] = {IN(1, 4, 4)};
+    ck_assert_msg(gradcheck_ratio("leaky_mask", masked_fill_leaky_fn, 1, b, false) > 10.0,
+                  "the checker missed a masked_fill backward that leaks through the mask");
+    /* and a softmax checked with a plain sum would have passed anything: our loss is weighted */
+    Tensor *c[] = {IN(1, 3, 4)};
+    ck_assert(gradcheck_ratio("softmax", softmax_last_fn, 1, c, false) <= 1.0);
+}
+END_TEST
+
+Suite *suite_grad(void) {
+    Suite *s = suite_create("grad");
+    TCase *tc = tcase("finite-differences");
+    tcase_add_test(tc, test_grad_matmul);
+    tcase_add_test(tc, test_grad_elementwise);
+    tcase_add_test(tc, test_grad_reduce_softmax_mask);
+    tcase_add_test(tc, test_grad_shape_ops);
+    tcase_add_test(tc, test_grad_nn_ops);
+    tcase_add_test(tc, test_grad_attention_block);
+    tcase_add_test(tc, test_checker_catches_a_wrong_backward);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,106 @@
+/* Test helpers: paths, golden files, comparisons, error capture. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tests.h"
+
+jmp_buf *test_jmp;
+char test_msg[1024];
+
+void test_error_handler(const char *msg, void *user) {
+    snprintf(test_msg, sizeof test_msg, "%s", msg);
+    longjmp(*test_jmp, 1);
+}
+
+static void teardown(void) { ac_shutdown(); }
+
+TCase *tcase(const char *name) {
+    TCase *tc = tcase_create(name);
+    tcase_add_checked_fixture(tc, NULL, teardown);
+    tcase_set_timeout(tc, 600);
+    return tc;
+}
+
+const char *shared_path(const char *rel) {
+    static char buf[4][1024];
+    static int k;
+    const char *root = getenv("AC_SHARED");
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "%s/%s", root ? root : "../shared", rel);
+    return b;
+}
+
+const char *data_path(const char *rel) {
+    static char buf[4][1024];
+    static int k;
+    char *b = buf[k++ % 4];
+    snprintf(b, sizeof buf[0], "tests/data/%s", rel);
+    return b;
+}
+
+char *read_text(const char *path) {
+    FILE *f = fopen(path, "rb");
+    ck_assert_msg(f != NULL, "cannot open %s (run the tests from the repository root, with ../shared beside it)", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    ck_assert(s != NULL);
+    ck_assert_int_eq((long)fread(s, 1, (size_t)n, f), n);
+    s[n] = 0;
+    fclose(f);
+    return s;
+}
+
+/* Golden files are read once per process and kept (a few hundred KB). */
+typedef struct { char *file; char *text; } Loaded;
+static Loaded loaded[8];
+
+Golden golden(const char *file, const char *name) {
+    char *text = NULL;
+    for (int i = 0; i < 8 && loaded[i].file; i++)
+        if (strcmp(loaded[i].file, file) == 0) text = loaded[i].text;
+    if (!text) {
+        int i = 0;
+        while (loaded[i].file) i++;
+        loaded[i].file = strdup(file);
+        loaded[i].text = text = read_text(data_path(file));
+    }
+    size_t nl = strlen(name);
+    for (const char *p = text; *p;) {
+        if (strncmp(p, name, nl) == 0 && p[nl] == ' ') {
+            char *end;
+            long n = strtol(p + nl + 1, &end, 10);
+            Golden g = {(int)n, ac_arena_alloc(sizeof(double) * (size_t)(n ? n : 1))};
+            for (long i = 0; i < n; i++) g.v[i] = strtod(end, &end);
+            return g;
+        }
+        const char *nlp = strchr(p, '\n');
+        if (!nlp) break;
+        p = nlp + 1;
+    }
+    ck_abort_msg("golden record %s not found in tests/data/%s", name, file);
+    return (Golden){0, NULL};
+}
+
+void assert_close(const float *got, const double *want, int64_t n, double atol, double rtol, const char *what) {
+    for (int64_t i = 0; i < n; i++) {
+        double g = got[i], w = want[i];
+        if (isnan(w) && isnan(g)) continue;
+        if (isinf(w) && g == w) continue;
+        ck_assert_msg(fabs(g - w) <= atol + rtol * fabs(w), "%s[%lld]: got %.9g, want %.9g (atol %g, rtol %g)", what,
+                      (long long)i, g, w, atol, rtol);
+    }
+}
+
+void assert_tensor_golden(Tensor *t, const char *file, const char *name, double atol, double rtol) {
+    ck_assert_msg(t != NULL, "%s: no tensor (missing gradient?)", name);
+    Golden g = golden(file, name);
+    ck_assert_msg(g.n == torch_numel(t), "%s: %lld elements, golden has %d", name, (long long)torch_numel(t), g.n);
+    assert_close(torch_data_float(torch_contiguous(torch_detach(t))), g.v, g.n, atol, rtol, name);
+}
+
+void assert_repr(const Tensor *t, const char *expected) {
+    const char *got = torch_repr(t);
+    ck_assert_msg(strcmp(got, expected) == 0, "printed:\n%s\nexpected:\n%s", got, expected);
+}
