@@ -37,7 +37,7 @@ $(B)/libattention.a: $(LIB_OBJ)
 $(B)/%: examples/%.c $(B)/libattention.a
 	$(CC) $(CFLAGS_ALL) $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
 
-$(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a
+$(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a $(B)/article $(B)/train
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -45,11 +45,11 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-fr
 test: test-plain test-asan
 
 test-plain: $(B)/tests
-	./$(B)/tests
+	AC_BUILD=$(B) ./$(B)/tests
 
 test-asan:
 	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests
-	ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
+	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
 
 # valgrind over the test suite (no fork, so leaks are seen) and the examples
 valgrind: $(B)/tests $(B)/article

@@ -375,8 +375,8 @@ bool safetensors_copy_into(const safetensors_File *f, nn_TensorList dest, const 
         if (!known) { snprintf(err, errlen, "unexpected tensor \"%s\"", name); return false; }
     }
     if (!apply) return true;
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();
     for (int i = 0; i < dest.n; i++) torch_copy_(dest.tensors[i], safetensors_get(f, dest.names[i]));
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
     return true;
 }

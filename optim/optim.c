@@ -141,7 +141,7 @@ static void adam_update(optim_Optimizer *o, int i, float *p, const float *g, int
 }
 
 void optim_step(optim_Optimizer *o) {
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();
     for (int i = 0; i < o->n_params; i++) {
         Tensor *p = o->params[i];
         if (!p->grad) continue; /* as torch: parameters without a gradient are skipped */
@@ -149,7 +149,7 @@ void optim_step(optim_Optimizer *o) {
         if (o->kind == OPTIM_SGD) sgd_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
         else adam_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
     }
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
 }
 
 void optim_zero_grad(optim_Optimizer *o) {

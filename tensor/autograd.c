@@ -19,6 +19,29 @@ bool torch_set_grad_enabled(bool enabled) {
     return prev;
 }
 
+/* The library's own no-grad sections (backward, optimizer steps, ...) are
+ * tracked, so that an error raised inside one, whose handler longjmps out,
+ * does not leave grad mode off behind the program's back. */
+static int internal_depth;
+static bool user_mode;
+
+bool torch_no_grad_enter(void) {
+    if (internal_depth++ == 0) user_mode = grad_enabled;
+    bool prev = grad_enabled;
+    grad_enabled = false;
+    return prev;
+}
+
+void torch_no_grad_exit(bool prev) {
+    grad_enabled = prev;
+    if (internal_depth > 0) internal_depth--;
+}
+
+void ac_autograd_recover(void) {
+    if (internal_depth > 0) grad_enabled = user_mode;
+    internal_depth = 0;
+}
+
 const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
 
 bool ac_needs_grad(const Tensor *t) { return t && t->requires_grad; }
@@ -135,13 +158,16 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
 
 /* ---- the backward sweep ------------------------------------------------------------ */
 
+/* The sweep's work lists live in the arena: an error raised mid-backward
+ * (whose handler may longjmp out) leaves nothing malloc'd behind. */
 typedef struct { Tensor **v; size_t n, cap; } Vec;
 static void vpush(Vec *v, Tensor *t) {
     if (v->n == v->cap) {
-        v->cap = v->cap ? v->cap * 2 : 256;
-        Tensor **nv = realloc(v->v, v->cap * sizeof *nv);
-        if (!nv) { free(v->v); ac_error("backward: out of memory"); }
+        size_t cap = v->cap ? v->cap * 2 : 256;
+        Tensor **nv = ac_arena_alloc(cap * sizeof *nv);
+        if (v->n) memcpy(nv, v->v, v->n * sizeof *nv);
         v->v = nv;
+        v->cap = cap;
     }
     v->v[v->n++] = t;
 }
@@ -151,8 +177,7 @@ typedef struct { Tensor *t; int k; } Frame;
 
 static void topo_sort(Tensor *root, Vec *order) {
     size_t n = 0, cap = 256;
-    Frame *st = malloc(cap * sizeof *st);
-    if (!st) ac_error("backward: out of memory");
+    Frame *st = ac_arena_alloc(cap * sizeof *st);
     generation++;
     root->visit_ = generation;
     st[n++] = (Frame){root, 0};
@@ -174,14 +199,13 @@ static void topo_sort(Tensor *root, Vec *order) {
         }
         child->visit_ = generation;
         if (n == cap) {
-            Frame *ns = realloc(st, 2 * cap * sizeof *st);
-            if (!ns) { free(st); ac_error("backward: out of memory"); }
+            Frame *ns = ac_arena_alloc(2 * cap * sizeof *st);
+            memcpy(ns, st, n * sizeof *st);
             st = ns;
             cap *= 2;
         }
         st[n++] = (Frame){child, 0};
     }
-    free(st);
 }
 
 void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
@@ -198,11 +222,11 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
             ac_error("backward: Mismatch in shape: grad_output[0] has a shape of torch.Size(%s) and "
                      "output[0] has a shape of torch.Size(%s).", ac_shape_str(gradient), ac_shape_str(root));
     }
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();
     Tensor *seed = gradient ? ac_materialize(gradient) : torch_ones_like(root);
     if (!root->grad_fn) { /* backward on a leaf: its grad is the seed */
         ac_accum(root, seed);
-        torch_set_grad_enabled(prev);
+        torch_no_grad_exit(prev);
         return;
     }
     Vec order = {0};
@@ -225,8 +249,7 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
         n->backward(n, g);
         if (!retain_graph && n->uses_saved) n->freed = true;
     }
-    free(order.v);
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
 }
 
 void torch_backward(Tensor *t, Tensor *gradient) { torch_backward_ex(t, gradient, false); }

@@ -22,6 +22,7 @@ void ac_error(const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(last_message, sizeof last_message, fmt, ap);
     va_end(ap);
+    ac_autograd_recover(); /* a handler may longjmp out of a no-grad section */
     if (handler) handler(last_message, handler_user);
     /* The default, and what happens if a handler returns: never go on with garbage. */
     fflush(stdout);

@@ -39,9 +39,9 @@ Tensor *torch_cross_entropy(Tensor *x, Tensor *target, int64_t ignore_index) {
     for (int64_t r = 0; r < N; r++)
         if (t[r] != ignore_index && (t[r] < 0 || t[r] >= C))
             ac_error("cross_entropy: Target %lld is out of bounds (classes: %lld).", (long long)t[r], (long long)C);
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();
     Tensor *logp = torch_log_softmax(x, 1);
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
     const float *lp = logp->data;
     /* nll_loss's cascade: 8 levels of partial sums */
     enum { LEVELS = 8 };

@@ -87,9 +87,9 @@ Tensor *torch_dropout(Tensor *x, double p, bool training) {
     if (!training || p == 0.0) return x;
     /* 1.13 CPU: noise = bernoulli_(1 - p) / (1 - p); out = x * noise */
     Tensor *noise = ac_new_like(x);
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();
     torch_bernoulli_(noise, 1.0 - p);
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
     float keep = (float)(1.0 - p), *nd = noise->data;
     for (int64_t i = 0, n = torch_numel(noise); i < n; i++) nd[i] = p == 1.0 ? 0.0f : nd[i] / keep;
     return torch_mul(x, noise);

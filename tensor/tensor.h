@@ -201,6 +201,10 @@ void torch_backward_ex(Tensor *t, Tensor *gradient, bool retain_graph);
 const char *torch_grad_fn_name(const Tensor *t);     /* "MmBackward0", or NULL for a leaf */
 bool torch_is_grad_enabled(void);
 bool torch_set_grad_enabled(bool enabled);           /* returns the previous mode */
+/* with torch.no_grad(): ...  ->  bool prev = torch_no_grad_enter(); ...; torch_no_grad_exit(prev);
+ * If an error handler longjmps out of such a section, grad mode is restored. */
+bool torch_no_grad_enter(void);
+void torch_no_grad_exit(bool prev);
 void torch_zero_grad_(Tensor *t);                    /* t.grad.zero_() if it exists */
 
 /* ---- printing (identical to PyTorch's print) -------------------------------- */

@@ -1,0 +1,210 @@
+/* The engine's semantics, as PyTorch's: accumulation, reuse, detach, no-grad,
+ * freed graphs, explicit output gradients, deep graphs, grad_fn names. */
+#include <stdlib.h>
+
+#include "tests.h"
+
+#define T(...) torch_tensor((const float[]){__VA_ARGS__}, SHAPE((int64_t)(sizeof((float[]){__VA_ARGS__}) / sizeof(float))))
+
+START_TEST(test_accumulate_until_zeroed) {
+    Tensor *x = torch_requires_grad_(T(1.0f, 2.0f, 3.0f), true);
+    ck_assert_ptr_null(x->grad);
+    torch_backward(torch_sum(torch_mul_scalar(x, 2.0)), NULL);
+    assert_repr(x->grad, "tensor([2., 2., 2.])");
+    torch_backward(torch_sum(torch_mul_scalar(x, 3.0)), NULL); /* adds up, as in PyTorch */
+    assert_repr(x->grad, "tensor([5., 5., 5.])");
+    torch_zero_grad_(x);
+    assert_repr(x->grad, "tensor([0., 0., 0.])");
+    torch_backward(torch_sum(x), NULL);
+    assert_repr(x->grad, "tensor([1., 1., 1.])");
+}
+END_TEST
+
+START_TEST(test_tensor_used_twice) {
+    /* a non-leaf used twice must receive both contributions (micrograd #2) */
+    Tensor *x = torch_requires_grad_(T(1.0f, -2.0f), true);
+    Tensor *y = torch_mul_scalar(x, 3.0);     /* y = 3x */
+    Tensor *z = torch_add(torch_mul(y, y), y); /* z = y^2 + y */
+    torch_backward(torch_sum(z), NULL);       /* dz/dx = (2y + 1) * 3 */
+    assert_repr(x->grad, "tensor([ 21., -33.])");
+    ck_assert_ptr_null(y->grad); /* non-leaf gradients are not kept */
+}
+END_TEST
+
+START_TEST(test_explicit_gradient_and_leaf_backward) {
+    Tensor *x = torch_requires_grad_(T(1.0f, 2.0f), true);
+    Tensor *y = torch_mul(x, x);
+    torch_backward(y, T(1.0f, 0.5f));
+    assert_repr(x->grad, "tensor([2., 2.])");
+    Tensor *s = torch_requires_grad_(torch_scalar_tensor(4.0), true);
+    torch_backward(s, NULL); /* backward on a leaf sets its grad to 1 */
+    assert_repr(s->grad, "tensor(1.)");
+}
+END_TEST
+
+START_TEST(test_detach_and_no_grad) {
+    Tensor *x = torch_requires_grad_(T(1.0f, 2.0f), true);
+    Tensor *d = torch_detach(x);
+    ck_assert(!d->requires_grad);
+    ck_assert_ptr_null(d->grad_fn);
+    ck_assert_ptr_eq(torch_data_float(d), torch_data_float(x)); /* shares storage */
+    bool prev = torch_set_grad_enabled(false);
+    Tensor *y = torch_mul_scalar(x, 2.0);
+    torch_set_grad_enabled(prev);
+    ck_assert(!y->requires_grad);
+    ck_assert_ptr_null(y->grad_fn);
+    /* mixing a detached value in: only x's path gets a gradient */
+    Tensor *z = torch_mul(x, torch_detach(torch_mul_scalar(x, 5.0)));
+    torch_backward(torch_sum(z), NULL);
+    assert_repr(x->grad, "tensor([ 5., 10.])");
+}
+END_TEST
+
+START_TEST(test_second_backward_is_an_error) {
+    Tensor *x = torch_requires_grad_(T(1.0f, 2.0f), true);
+    Tensor *y = torch_sum(torch_mul(x, x));
+    torch_backward(y, NULL);
+    EXPECT_ERROR("Trying to backward through the graph a second time", torch_backward(y, NULL));
+    /* retain_graph keeps it */
+    Tensor *y2 = torch_sum(torch_mul(x, x));
+    torch_zero_grad_(x);
+    torch_backward_ex(y2, NULL, true);
+    torch_backward(y2, NULL);
+    assert_repr(x->grad, "tensor([4., 8.])");
+    /* the failed backward above did not leave grad mode off */
+    ck_assert(torch_is_grad_enabled());
+}
+END_TEST
+
+START_TEST(test_deep_graph) {
+    /* 100,000 nodes deep: the topological order is built without recursion */
+    Tensor *x = torch_requires_grad_(T(1.0f), true);
+    Tensor *y = x;
+    for (int i = 0; i < 100000; i++) y = torch_add_scalar(y, 0.0);
+    torch_backward(torch_sum(y), NULL);
+    assert_repr(x->grad, "tensor([1.])");
+}
+END_TEST
+
+START_TEST(test_views_share_storage) {
+    Tensor *m = torch_reshape(torch_arange_float(0, 12, 1), SHAPE(3, 4));
+    float *base = torch_data_float(m);
+    ck_assert_ptr_eq(torch_transpose(m, 0, 1)->data, base);
+    ck_assert_ptr_eq(torch_T(m)->data, base);
+    ck_assert_ptr_eq(torch_view(m, SHAPE(2, 6))->data, base);
+    ck_assert_ptr_eq(torch_select(m, 0, 1)->data, base);
+    ck_assert_ptr_eq(torch_slice(m, 1, 1, 3)->data, base);
+    ck_assert(!torch_is_contiguous(torch_T(m)));
+    ck_assert(torch_contiguous(torch_T(m))->data != base);
+    ck_assert_ptr_eq(torch_contiguous(m), m); /* already contiguous: itself */
+    /* a write through the base shows in the views */
+    base[5] = 100.0f;
+    ck_assert(torch_get(torch_T(m), SHAPE(1, 1)) == 100.0);
+    ck_assert(torch_get(torch_select(m, 0, 1), SHAPE(1)) == 100.0);
+    /* view of a non-contiguous tensor where strides allow, reshape copies where they don't */
+    Tensor *tt = torch_transpose(torch_reshape(torch_arange_float(0, 24, 1), SHAPE(2, 3, 4)), 0, 1); /* (3, 2, 4) */
+    ck_assert_ptr_eq(torch_view(tt, SHAPE(3, 2, 2, 2))->data, tt->data); /* splitting a dim: still a view */
+    EXPECT_ERROR("view size is not compatible", torch_view(tt, SHAPE(3, 8)));
+    assert_repr(torch_select(torch_reshape(tt, SHAPE(3, 8)), 0, 1),
+                "tensor([ 4.,  5.,  6.,  7., 16., 17., 18., 19.])");
+    EXPECT_ERROR("view size is not compatible", torch_view(torch_T(m), SHAPE(12)));
+    Tensor *r = torch_reshape(torch_T(m), SHAPE(12));
+    ck_assert(r->data != base);
+    assert_repr(torch_slice(r, 0, 0, 4), "tensor([0., 4., 8., 1.])");
+}
+END_TEST
+
+/* grad_fn names as PyTorch 1.13 gives them (../shared/spec/grad-fn-names.txt). */
+START_TEST(test_grad_fn_names) {
+    torch_manual_seed(1);
+    Tensor *W = torch_requires_grad_(torch_rand(SHAPE(3, 4)), true);
+    Tensor *M = torch_requires_grad_(torch_rand(SHAPE(4, 5)), true);
+    Tensor *v = torch_requires_grad_(torch_rand(SHAPE(4)), true);
+    Tensor *X = torch_requires_grad_(torch_rand(SHAPE(2, 3, 4)), true);
+    Tensor *idx = torch_tensor_long((const int64_t[]){0, 2}, SHAPE(2));
+    nn_Linear *lin = nn_Linear_new(4, 5, true), *lin_nb = nn_Linear_new(4, 5, false);
+    nn_LayerNorm *ln = nn_LayerNorm_new(4);
+    nn_Embedding *emb = nn_Embedding_new(5, 3);
+    struct { Tensor *t; const char *name; } cases[] = {
+        {torch_matmul(W, M), "MmBackward0"},
+        {torch_matmul(v, M), "SqueezeBackward3"},
+        {torch_matmul(W, v), "MvBackward0"},
+        {torch_matmul(v, v), "DotBackward0"},
+        {torch_dot(v, v), "DotBackward0"},
+        {torch_matmul(W, torch_T(W)), "MmBackward0"},
+        {torch_matmul(X, M), "UnsafeViewBackward0"},
+        {torch_matmul(X, torch_transpose(X, 1, 2)), "UnsafeViewBackward0"},
+        {torch_T(W), "PermuteBackward0"},
+        {torch_t(W), "TBackward0"},
+        {torch_transpose(W, 0, 1), "TransposeBackward0"},
+        {nn_Linear_forward(lin, W), "AddmmBackward0"},
+        {nn_Linear_forward(lin_nb, W), "MmBackward0"},
+        {nn_Linear_forward(lin, X), "ViewBackward0"},
+        {nn_Linear_forward(lin_nb, X), "UnsafeViewBackward0"},
+        {torch_softmax(W, -1), "SoftmaxBackward0"},
+        {torch_log_softmax(W, -1), "LogSoftmaxBackward0"},
+        {torch_masked_fill(W, torch_to_bool(torch_ones(SHAPE(3, 4))), -INFINITY), "MaskedFillBackward0"},
+        {torch_cat(TENSORS(W, W), 0), "CatBackward0"},
+        {torch_stack(TENSORS(W, W), 0), "StackBackward0"},
+        {torch_mul(W, W), "MulBackward0"},
+        {torch_mul_scalar(W, 2), "MulBackward0"},
+        {torch_div_scalar(W, 2), "DivBackward0"},
+        {torch_div(W, W), "DivBackward0"},
+        {torch_add(W, W), "AddBackward0"},
+        {torch_add_scalar(W, 1), "AddBackward0"},
+        {torch_sub(W, W), "SubBackward0"},
+        {torch_neg(W), "NegBackward0"},
+        {torch_sum(W), "SumBackward0"},
+        {torch_sum_dim(W, SHAPE(-1), false), "SumBackward1"},
+        {torch_mean(W), "MeanBackward0"},
+        {torch_mean_dim(W, SHAPE(-1), true), "MeanBackward1"},
+        {torch_tril(W, 0), "TrilBackward0"},
+        {torch_triu(W, 0), "TriuBackward0"},
+        {nn_Embedding_forward(emb, idx), "EmbeddingBackward0"},
+        {torch_select(W, 0, 1), "SelectBackward0"},
+        {torch_select(W, 1, 0), "SelectBackward0"},
+        {torch_slice(W, 0, 1, 3), "SliceBackward0"},
+        {torch_index_select(W, 0, idx), "IndexSelectBackward0"},
+        {torch_view(W, SHAPE(4, 3)), "ViewBackward0"},
+        {torch_view(W, SHAPE(-1)), "ViewBackward0"},
+        {torch_reshape(W, SHAPE(4, 3)), "ReshapeAliasBackward0"},
+        {torch_reshape(torch_T(W), SHAPE(12)), "UnsafeViewBackward0"},
+        {torch_unsqueeze(W, 0), "UnsqueezeBackward0"},
+        {torch_contiguous(torch_T(W)), "CloneBackward0"},
+        {torch_clone(W), "CloneBackward0"},
+        {torch_cross_entropy(W, torch_tensor_long((const int64_t[]){0, 1, 3}, SHAPE(3)), -100), "NllLossBackward0"},
+        {torch_relu(W), "ReluBackward0"},
+        {torch_tanh(W), "TanhBackward0"},
+        {torch_gelu(W), "GeluBackward0"},
+        {torch_exp(W), "ExpBackward0"},
+        {torch_log(W), "LogBackward0"},
+        {torch_sqrt(W), "SqrtBackward0"},
+        {torch_pow(W, 2), "PowBackward0"},
+        {nn_LayerNorm_forward(ln, W), "NativeLayerNormBackward0"},
+        {torch_dropout(W, 0.5, true), "MulBackward0"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+        ck_assert_msg(torch_grad_fn_name(cases[i].t) && strcmp(torch_grad_fn_name(cases[i].t), cases[i].name) == 0,
+                      "case %zu: got %s, want %s", i, torch_grad_fn_name(cases[i].t), cases[i].name);
+    ck_assert_ptr_null(torch_grad_fn_name(torch_detach(W)));
+    nn_free(&lin->module);
+    nn_free(&lin_nb->module);
+    nn_free(&ln->module);
+    nn_free(&emb->module);
+}
+END_TEST
+
+Suite *suite_autograd(void) {
+    Suite *s = suite_create("autograd");
+    TCase *tc = tcase("engine");
+    tcase_add_test(tc, test_accumulate_until_zeroed);
+    tcase_add_test(tc, test_tensor_used_twice);
+    tcase_add_test(tc, test_explicit_gradient_and_leaf_backward);
+    tcase_add_test(tc, test_detach_and_no_grad);
+    tcase_add_test(tc, test_second_backward_is_an_error);
+    tcase_add_test(tc, test_deep_graph);
+    tcase_add_test(tc, test_views_share_storage);
+    tcase_add_test(tc, test_grad_fn_names);
+    suite_add_tcase(s, tc);
+    return s;
+}

@@ -1,0 +1,252 @@
+/* Modules against PyTorch (tests/data/nn_golden.txt, from tools/gen_golden.py):
+ * outputs within 1e-5 (+1e-5 relative), gradients within 1e-4 relative (+1e-6
+ * absolute for gradients that are ~0); and the article's own checks. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "tests.h"
+
+#define FWD_ATOL 1e-5
+#define FWD_RTOL 1e-5
+#define GRAD_ATOL 1e-6
+#define GRAD_RTOL 1e-4
+#define G "nn_golden.txt"
+
+/* torch.rand(shape, generator=torch.Generator().manual_seed(7)): a separate generator */
+static Tensor *loss_weights(const Tensor *out) {
+    torch_Generator saved = torch_default_generator;
+    torch_manual_seed(7);
+    Tensor *w = torch_rand(out->ndim, out->shape);
+    torch_default_generator = saved;
+    return w;
+}
+
+/* out vs golden, then (out * w).sum().backward() and every parameter's (and input's) gradient */
+static void check_module(const char *name, nn_Module *m, Tensor *out, int n_in, const char **in_names, Tensor **ins) {
+    char key[160];
+    snprintf(key, sizeof key, "%s.out", name);
+    assert_tensor_golden(out, G, key, FWD_ATOL, FWD_RTOL);
+    torch_backward(torch_sum(torch_mul(out, loss_weights(out))), NULL);
+    if (m) {
+        nn_TensorList ps = nn_named_parameters(m);
+        for (int i = 0; i < ps.n; i++) {
+            snprintf(key, sizeof key, "%s.grad.%s", name, ps.names[i]);
+            assert_tensor_golden(ps.tensors[i]->grad, G, key, GRAD_ATOL, GRAD_RTOL);
+        }
+    }
+    for (int i = 0; i < n_in; i++) {
+        snprintf(key, sizeof key, "%s.grad.%s", name, in_names[i]);
+        assert_tensor_golden(ins[i]->grad, G, key, GRAD_ATOL, GRAD_RTOL);
+    }
+}
+
+static Tensor *embedded_sentence(void) {
+    torch_manual_seed(123);
+    nn_Embedding *e = nn_Embedding_new(50000, 3);
+    Tensor *x = torch_detach(nn_Embedding_forward(e, torch_tensor_long((const int64_t[]){0, 4, 5, 2, 1, 3}, SHAPE(6))));
+    x = torch_contiguous(torch_clone(x)); /* survives the module */
+    nn_free(&e->module);
+    return x;
+}
+
+START_TEST(test_attention_modules_vs_pytorch) {
+    Tensor *emb = embedded_sentence();
+    torch_manual_seed(123);
+    nn_SelfAttention *sa = nn_SelfAttention_new(3, 2, 4);
+    Tensor *x = torch_requires_grad_(torch_clone(emb), true);
+    check_module("sa", &sa->module, nn_SelfAttention_forward(sa, x), 1, (const char *[]){"x"}, (Tensor *[]){x});
+    nn_free(&sa->module);
+
+    torch_manual_seed(123);
+    nn_MultiHeadAttentionWrapper *mw = nn_MultiHeadAttentionWrapper_new(3, 2, 1, 4);
+    check_module("mhw", &mw->module, nn_MultiHeadAttentionWrapper_forward(mw, emb), 0, NULL, NULL);
+    nn_free(&mw->module);
+
+    torch_manual_seed(5);
+    nn_CausalAttention *ca = nn_CausalAttention_new(3, 2, 4, 6, 0.0);
+    Tensor *xb = torch_requires_grad_(torch_randn(SHAPE(2, 5, 3)), true);
+    check_module("causal", &ca->module, nn_CausalAttention_forward(ca, xb), 1, (const char *[]){"x"}, (Tensor *[]){xb});
+    nn_free(&ca->module);
+
+    torch_manual_seed(123);
+    nn_CrossAttention *cr = nn_CrossAttention_new(3, 2, 4);
+    Tensor *x2 = torch_requires_grad_(torch_rand(SHAPE(8, 3)), true);
+    check_module("cross", &cr->module, nn_CrossAttention_forward(cr, emb, x2), 1, (const char *[]){"x_2"}, (Tensor *[]){x2});
+    nn_free(&cr->module);
+
+    torch_manual_seed(11);
+    nn_MultiHeadAttention *mha = nn_MultiHeadAttention_new(8, 8, 6, 2);
+    Tensor *xm = torch_requires_grad_(torch_randn(SHAPE(2, 5, 8)), true);
+    check_module("mha", &mha->module, nn_MultiHeadAttention_forward(mha, xm), 1, (const char *[]){"x"}, (Tensor *[]){xm});
+    nn_free(&mha->module);
+}
+END_TEST
+
+START_TEST(test_layers_vs_pytorch) {
+    torch_manual_seed(3);
+    nn_Linear *lin = nn_Linear_new(5, 3, true);
+    Tensor *xl = torch_requires_grad_(torch_randn(SHAPE(4, 5)), true);
+    check_module("linear2d", &lin->module, nn_Linear_forward(lin, xl), 1, (const char *[]){"x"}, (Tensor *[]){xl});
+    nn_zero_grad(&lin->module);
+    Tensor *xl3 = torch_requires_grad_(torch_randn(SHAPE(2, 3, 5)), true);
+    check_module("linear3d", &lin->module, nn_Linear_forward(lin, xl3), 1, (const char *[]){"x"}, (Tensor *[]){xl3});
+    nn_free(&lin->module);
+
+    torch_manual_seed(4);
+    nn_Embedding *e = nn_Embedding_new_padded(10, 4, 2);
+    Tensor *ids = torch_tensor_long((const int64_t[]){1, 2, 3, 3, 3, 9}, SHAPE(2, 3));
+    check_module("embedding", &e->module, nn_Embedding_forward(e, ids), 0, NULL, NULL);
+    nn_free(&e->module);
+
+    torch_manual_seed(6);
+    nn_LayerNorm *ln = nn_LayerNorm_new(6);
+    bool prev = torch_no_grad_enter();
+    torch_copy_(ln->weight, torch_add_scalar(torch_rand(SHAPE(6)), 0.5));
+    torch_copy_(ln->bias, torch_sub_scalar(torch_rand(SHAPE(6)), 0.5));
+    torch_no_grad_exit(prev);
+    Tensor *xn = torch_requires_grad_(torch_randn(SHAPE(3, 6)), true);
+    check_module("layernorm", &ln->module, nn_LayerNorm_forward(ln, xn), 1, (const char *[]){"x"}, (Tensor *[]){xn});
+    nn_free(&ln->module);
+
+    torch_manual_seed(8);
+    Tensor *xg = torch_requires_grad_(torch_randn(SHAPE(10)), true);
+    nn_GELU *gelu = nn_GELU_new();
+    check_module("gelu", NULL, nn_GELU_forward(gelu, xg), 1, (const char *[]){"x"}, (Tensor *[]){xg});
+    nn_free(&gelu->module);
+
+    torch_manual_seed(9);
+    Tensor *xd = torch_requires_grad_(torch_randn(SHAPE(4, 5)), true);
+    check_module("dropout", NULL, torch_dropout(xd, 0.3, true), 1, (const char *[]){"x"}, (Tensor *[]){xd});
+
+    torch_manual_seed(10);
+    Tensor *logits = torch_requires_grad_(torch_randn(SHAPE(6, 5)), true);
+    Tensor *tgt = torch_tensor_long((const int64_t[]){1, 0, 4, -100, 2, 2}, SHAPE(6));
+    Tensor *loss = torch_cross_entropy(logits, tgt, -100);
+    assert_tensor_golden(loss, G, "ce.loss", FWD_ATOL, FWD_RTOL);
+    torch_backward(loss, NULL);
+    assert_tensor_golden(logits->grad, G, "ce.grad", GRAD_ATOL, GRAD_RTOL);
+    logits->grad = NULL;
+    check_module("logsoftmax", NULL, torch_log_softmax(logits, -1), 1, (const char *[]){"x"}, (Tensor *[]){logits});
+}
+END_TEST
+
+START_TEST(test_toylm_init_matches_pytorch) {
+    torch_manual_seed(123);
+    nn_ToyLM *m = nn_ToyLM_new(65, 8, 16, 4);
+    nn_TensorList sd = nn_state_dict(&m->module);
+    const char *order[] = {"tok_emb.weight", "pos_emb.weight", "attn.mask", "attn.W_query.weight", "attn.W_key.weight",
+                           "attn.W_value.weight", "attn.out_proj.weight", "attn.out_proj.bias", "head.weight", "head.bias"};
+    ck_assert_int_eq(sd.n, 10);
+    for (int i = 0; i < sd.n; i++) {
+        ck_assert_str_eq(sd.names[i], order[i]); /* PyTorch's state_dict order */
+        char key[96];
+        snprintf(key, sizeof key, "toylm.init.%s", sd.names[i]);
+        assert_tensor_golden(sd.tensors[i], G, key, 0.0, 0.0); /* the same draws: identical */
+    }
+    ck_assert_int_eq(nn_named_parameters(&m->module).n, 9); /* the mask is a buffer, not a parameter */
+    ck_assert_int_eq(nn_num_parameters(&m->module), 65 * 16 + 8 * 16 + 3 * 16 * 16 + 16 * 16 + 16 + 16 * 65 + 65);
+    nn_free(&m->module);
+}
+END_TEST
+
+/* The article: a wrapper of 1-dim heads reproduces the single head in its first column. */
+START_TEST(test_wrapper_first_column_is_the_single_head) {
+    Tensor *emb = embedded_sentence();
+    torch_manual_seed(123);
+    nn_SelfAttention *sa = nn_SelfAttention_new(3, 2, 1);
+    Tensor *single = nn_SelfAttention_forward(sa, emb);
+    torch_manual_seed(123);
+    nn_MultiHeadAttentionWrapper *mw = nn_MultiHeadAttentionWrapper_new(3, 2, 1, 4);
+    Tensor *all = nn_MultiHeadAttentionWrapper_forward(mw, emb);
+    ck_assert_str_eq(torch_size_str(all), "torch.Size([6, 4])");
+    Tensor *col = torch_contiguous(torch_select(all, 1, 0));
+    for (int i = 0; i < 6; i++) ck_assert(torch_data_float(col)[i] == torch_data_float(single)[i]);
+    nn_TensorList ps = nn_named_parameters(&mw->module);
+    ck_assert_int_eq(ps.n, 12);
+    ck_assert_str_eq(ps.names[0], "heads.0.W_query");
+    ck_assert_str_eq(ps.names[11], "heads.3.W_value");
+    nn_free(&sa->module);
+    nn_free(&mw->module);
+}
+END_TEST
+
+/* The batched MultiHeadAttention equals a wrapper of causal heads holding its weights. */
+START_TEST(test_batched_mha_equals_wrapper_of_causal_heads) {
+    const int64_t d = 6, ctx = 5, h = 2, dh = 3;
+    torch_manual_seed(21);
+    nn_MultiHeadAttention *mha = nn_MultiHeadAttention_new(d, d, ctx, h);
+    nn_MultiHeadAttentionWrapper *mw = nn_MultiHeadAttentionWrapper_new_causal(d, dh, dh, ctx, 0.0, (int)h);
+    bool prev = torch_no_grad_enter();
+    for (int k = 0; k < h; k++) {
+        nn_CausalAttention *head = (nn_CausalAttention *)nn_ModuleList_get(mw->heads, k);
+        /* head k's (d_in, dh) matrix is rows k*dh..(k+1)*dh of the Linear weight (out, in), transposed */
+        torch_copy_(head->W_query, torch_contiguous(torch_T(torch_slice(mha->W_query->weight, 0, k * dh, (k + 1) * dh))));
+        torch_copy_(head->W_key, torch_contiguous(torch_T(torch_slice(mha->W_key->weight, 0, k * dh, (k + 1) * dh))));
+        torch_copy_(head->W_value, torch_contiguous(torch_T(torch_slice(mha->W_value->weight, 0, k * dh, (k + 1) * dh))));
+    }
+    torch_no_grad_exit(prev);
+    Tensor *x = torch_randn(SHAPE(3, 4, d));
+    Tensor *batched = nn_MultiHeadAttention_forward(mha, x);
+    Tensor *wrapped = torch_linear(nn_MultiHeadAttentionWrapper_forward(mw, x), mha->out_proj->weight, mha->out_proj->bias);
+    const float *a = torch_data_float(batched), *b = torch_data_float(wrapped);
+    for (int64_t i = 0; i < torch_numel(batched); i++)
+        ck_assert_msg(fabsf(a[i] - b[i]) <= 1e-6f + 1e-5f * fabsf(b[i]), "[%lld] %.9g vs %.9g", (long long)i, a[i], b[i]);
+    nn_free(&mha->module);
+    nn_free(&mw->module);
+}
+END_TEST
+
+START_TEST(test_causal_weights_and_dropout_modes) {
+    torch_manual_seed(2);
+    nn_CausalAttention *ca = nn_CausalAttention_new(3, 2, 4, 8, 0.5);
+    Tensor *x = torch_randn(SHAPE(2, 6, 3));
+    nn_eval(&ca->module);
+    Tensor *out_eval = nn_CausalAttention_forward(ca, x);
+    Tensor *w = ca->last_attn_weights; /* (2, 6, 6) */
+    for (int b = 0; b < 2; b++)
+        for (int i = 0; i < 6; i++) {
+            double row = 0;
+            for (int j = 0; j < 6; j++) {
+                double v = torch_get(w, SHAPE(b, i, j));
+                if (j > i) ck_assert_msg(v == 0.0, "weight above the diagonal at (%d, %d, %d): %g", b, i, j, v);
+                row += v;
+            }
+            ck_assert_msg(fabs(row - 1.0) < 1e-6, "row %d sums to %.9g", i, row);
+        }
+    /* eval mode: dropout is the identity (the very same tensor comes back) */
+    nn_Dropout *d = nn_Dropout_new(0.5);
+    nn_eval(&d->module);
+    ck_assert_ptr_eq(nn_Dropout_forward(d, x), x);
+    nn_train(&d->module, true);
+    Tensor *dropped = nn_Dropout_forward(d, torch_ones(SHAPE(1000)));
+    int zeros = 0;
+    for (int i = 0; i < 1000; i++) {
+        float v = torch_data_float(dropped)[i];
+        ck_assert(v == 0.0f || v == 2.0f);
+        zeros += v == 0.0f;
+    }
+    ck_assert(zeros > 400 && zeros < 600);
+    /* training mode drops attention weights: the output changes */
+    nn_train(&ca->module, true);
+    Tensor *out_train = nn_CausalAttention_forward(ca, x);
+    bool differs = false;
+    for (int64_t i = 0; i < torch_numel(out_train); i++)
+        differs = differs || torch_data_float(out_train)[i] != torch_data_float(out_eval)[i];
+    ck_assert(differs);
+    nn_free(&d->module);
+    nn_free(&ca->module);
+}
+END_TEST
+
+Suite *suite_nn(void) {
+    Suite *s = suite_create("nn");
+    TCase *tc = tcase("modules");
+    tcase_add_test(tc, test_attention_modules_vs_pytorch);
+    tcase_add_test(tc, test_layers_vs_pytorch);
+    tcase_add_test(tc, test_toylm_init_matches_pytorch);
+    tcase_add_test(tc, test_wrapper_first_column_is_the_single_head);
+    tcase_add_test(tc, test_batched_mha_equals_wrapper_of_causal_heads);
+    tcase_add_test(tc, test_causal_weights_and_dropout_modes);
+    suite_add_tcase(s, tc);
+    return s;
+}

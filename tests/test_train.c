@@ -1,0 +1,242 @@
+/* The trainer: the same loss as PyTorch's toy_lm.py at every step, resuming
+ * from a checkpoint, checkpoints that are refused, and its flags. Runs the
+ * real ./build/train (or $AC_BUILD/train). */
+#include <math.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests.h"
+
+static const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
+
+/* Runs a shell command, returns its exit status and its stdout (malloc'd). */
+static int run(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (out) *out = buf;
+    else free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+/* "step N loss X" lines -> losses[N-1]; returns the number of lines. */
+static int parse_losses(const char *text, double *losses, int cap, int *first_step) {
+    int n = 0;
+    for (const char *p = strstr(text, "step "); p && n < cap; p = strstr(p + 1, "\nstep ")) {
+        if (*p == '\n') p++;
+        int s;
+        double l;
+        if (sscanf(p, "step %d loss %lf", &s, &l) != 2) break;
+        if (n == 0 && first_step) *first_step = s;
+        losses[n++] = l;
+    }
+    return n;
+}
+
+/* The golden line `name flags | n l1 ... ln` of toy_lm_losses.txt. */
+static int golden_losses(const char *name, char *flags, size_t flen, double *l) {
+    char *text = read_text(data_path("toy_lm_losses.txt"));
+    char *p = strstr(text, name);
+    ck_assert(p != NULL);
+    char *bar = strchr(p, '|');
+    size_t n = (size_t)(bar - p) - strlen(name);
+    snprintf(flags, flen, "%.*s", (int)n, p + strlen(name));
+    char *e;
+    int cnt = (int)strtol(bar + 1, &e, 10);
+    for (int i = 0; i < cnt; i++) l[i] = strtod(e, &e);
+    free(text);
+    return cnt;
+}
+
+static void check_against_pytorch(const char *name) {
+    double want[400], got[400];
+    char flags[256], cmd[1024];
+    int n = golden_losses(name, flags, sizeof flags, want);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s %s", build_dir(), shared_path("data/the-verdict.txt"), flags);
+    char *out;
+    ck_assert_int_eq(run(cmd, &out), 0);
+    ck_assert_int_eq(parse_losses(out, got, 400, NULL), n);
+    double worst = 0;
+    for (int i = 0; i < n; i++) {
+        double d = fabs(got[i] - want[i]);
+        if (d > worst) worst = d;
+        ck_assert_msg(d <= 1e-3, "%s step %d: loss %.6f, PyTorch %.6f", name, i + 1, got[i], want[i]);
+    }
+    fprintf(stderr, "train %s: %d steps, largest difference from PyTorch %.2g\n", name, n, worst);
+    free(out);
+}
+
+START_TEST(test_same_loss_as_pytorch_default_flags) { check_against_pytorch("default"); }
+END_TEST
+
+START_TEST(test_same_loss_as_pytorch_other_flags) { check_against_pytorch("custom"); }
+END_TEST
+
+START_TEST(test_resume_from_checkpoint) {
+    char dir[] = "/tmp/ac_train_XXXXXX", cmd[1024], *full, *first, *second, *log;
+    ck_assert(mkdtemp(dir) != NULL);
+    const char *data = shared_path("data/the-verdict.txt"), *b = build_dir();
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 30 --batch 4 --context 16 --dim 16 --heads 2", b, data);
+    ck_assert_int_eq(run(cmd, &full), 0);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 18 --batch 4 --context 16 --dim 16 --heads 2 --save %s/ck.safetensors --log %s/log.txt",
+             b, data, dir, dir);
+    ck_assert_int_eq(run(cmd, &first), 0);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 12 --batch 4 --context 16 --dim 16 --heads 2 --load %s/ck.safetensors",
+             b, data, dir);
+    ck_assert_int_eq(run(cmd, &second), 0);
+    /* steps 1-18, then 19-30 after the reload: the same text as one run of 30 */
+    size_t l1 = strlen(first);
+    ck_assert(strncmp(full, first, l1) == 0);
+    ck_assert_msg(strcmp(full + l1, second) == 0, "resumed:\n%s\nuninterrupted:\n%s", second, full + l1);
+    char path[300];
+    snprintf(path, sizeof path, "%s/log.txt", dir);
+    log = read_text(path);
+    ck_assert_str_eq(log, first); /* --log holds the same lines */
+    /* no temporary file is left behind */
+    snprintf(path, sizeof path, "%s/ck.safetensors.tmp", dir);
+    ck_assert(access(path, F_OK) != 0);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(full), free(first), free(second), free(log);
+}
+END_TEST
+
+static void write_bytes(const char *path, const void *p, size_t n) {
+    FILE *f = fopen(path, "wb");
+    ck_assert(f != NULL);
+    ck_assert(fwrite(p, 1, n, f) == n);
+    fclose(f);
+}
+
+/* Bad checkpoints are refused with a message, and the model is left as it was. */
+START_TEST(test_bad_checkpoints_refused) {
+    char dir[] = "/tmp/ac_ckpt_XXXXXX", path[256], err[512];
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/m.safetensors", dir);
+    torch_manual_seed(1);
+    nn_ToyLM *m = nn_ToyLM_new(10, 8, 8, 2);
+    nn_TensorList sd = nn_state_dict(&m->module);
+    ck_assert(safetensors_save(path, sd, 1, (const char *[]){"note", "a \"quoted\" value"}, err, sizeof err));
+    char *good = read_text(path);
+    FILE *f = fopen(path, "rb");
+    fseek(f, 0, SEEK_END);
+    size_t size = (size_t)ftell(f);
+    fclose(f);
+    /* it reads back whole */
+    safetensors_File sf;
+    ck_assert_msg(safetensors_load(path, &sf, err, sizeof err), "%s", err);
+    ck_assert_int_eq(sf.tensors.n, sd.n);
+    ck_assert_str_eq(safetensors_meta(&sf, "note"), "a \"quoted\" value");
+    ck_assert(safetensors_copy_into(&sf, sd, NULL, true, err, sizeof err));
+
+    /* a different model to load into: its weights must survive every refusal */
+    torch_manual_seed(2);
+    nn_ToyLM *other = nn_ToyLM_new(10, 8, 8, 2);
+    nn_TensorList od = nn_state_dict(&other->module);
+    float before = torch_data_float(od.tensors[0])[0];
+
+    struct { const char *what; size_t len; const char *patch; size_t at; const char *msg; } cases[] = {
+        {"empty", 0, NULL, 0, "shorter than its 8-byte header length"},
+        {"truncated header", 20, NULL, 0, "corrupt safetensors header length"},
+        {"truncated data", size - 7, NULL, 0, "truncated"},
+        {"corrupt json", size, "{\"tok_emb.weight\":[", 8, "corrupt"},
+        {"bad dtype", 0, NULL, 0, "dtype"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char *bytes = malloc(size + 64);
+        memcpy(bytes, good, size);
+        size_t len = cases[i].len;
+        if (i == 4) { /* F32 -> F16 for the first tensor */
+            char *d = strstr(bytes + 8, "\"F32\"");
+            ck_assert(d != NULL);
+            memcpy(d, "\"F16\"", 5);
+            len = size;
+        }
+        if (cases[i].patch) memcpy(bytes + cases[i].at, cases[i].patch, strlen(cases[i].patch));
+        char bad[300];
+        snprintf(bad, sizeof bad, "%s/bad%zu.safetensors", dir, i);
+        write_bytes(bad, bytes, len);
+        free(bytes);
+        safetensors_File bf;
+        ck_assert_msg(!safetensors_load(bad, &bf, err, sizeof err), "%s was accepted", cases[i].what);
+        ck_assert_msg(strstr(err, cases[i].msg) != NULL, "%s: \"%s\" lacks \"%s\"", cases[i].what, err, cases[i].msg);
+    }
+    /* well-formed but not this model: other shapes, other names */
+    torch_manual_seed(3);
+    nn_ToyLM *wide = nn_ToyLM_new(10, 8, 16, 2);
+    snprintf(path, sizeof path, "%s/wide.safetensors", dir);
+    ck_assert(safetensors_save(path, nn_state_dict(&wide->module), 0, NULL, err, sizeof err));
+    ck_assert(safetensors_load(path, &sf, err, sizeof err));
+    ck_assert(!safetensors_copy_into(&sf, od, NULL, true, err, sizeof err));
+    ck_assert_msg(strstr(err, "tensor \"tok_emb.weight\": the file has F32 [10, 16], the model expects F32 [10, 8]"), "%s", err);
+    Tensor *one = torch_zeros(SHAPE(1));
+    snprintf(path, sizeof path, "%s/names.safetensors", dir);
+    ck_assert(safetensors_save(path, (nn_TensorList){1, (const char *[]){"something.else"}, &one}, 0, NULL, err, sizeof err));
+    ck_assert(safetensors_load(path, &sf, err, sizeof err));
+    ck_assert(!safetensors_copy_into(&sf, od, NULL, true, err, sizeof err));
+    ck_assert_msg(strstr(err, "missing tensor \"tok_emb.weight\""), "%s", err);
+    ck_assert(torch_data_float(od.tensors[0])[0] == before);
+    /* a missing file */
+    ck_assert(!safetensors_load("/nonexistent/x.safetensors", &sf, err, sizeof err));
+    ck_assert(strstr(err, "cannot open /nonexistent/x.safetensors") != NULL);
+
+    /* the trainer refuses a checkpoint of another shape and says why (exit 1, no crash) */
+    char cmd[1024], *out;
+    snprintf(cmd, sizeof cmd, "%s/train --steps 1 --dim 32 --load %s/wide.safetensors 2>&1", build_dir(), dir);
+    ck_assert_int_eq(run(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "--load") && strstr(out, "the file has F32"), "%s", out);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+    free(good);
+    nn_free(&m->module);
+    nn_free(&other->module);
+    nn_free(&wide->module);
+}
+END_TEST
+
+START_TEST(test_flags_and_builtin_text) {
+    char cmd[512], *out;
+    const char *b = build_dir();
+    snprintf(cmd, sizeof cmd, "%s/train --steps 3 --sample 40 --prompt 'The ' 2>&1", b);
+    ck_assert_int_eq(run(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "step 3 loss ") && strstr(out, "--- sample ---\nThe "), "%s", out);
+    free(out);
+    struct { const char *flags; int rc; const char *msg; } bad[] = {
+        {"--dim 10 --heads 4", 2, "--dim (10) must be divisible by --heads (4)"},
+        {"--steps -1", 2, "--steps expects an integer >= 0, got '-1'"},
+        {"--lr abc", 2, "--lr expects a number"},
+        {"--bogus 1", 2, "unknown flag --bogus"},
+        {"--steps", 2, "missing value"},
+        {"--data /nonexistent/file.txt", 1, "cannot open /nonexistent/file.txt"},
+        {"--context 5000", 1, "--context 5000 needs at least 5001"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(cmd, sizeof cmd, "%s/train %s 2>&1", b, bad[i].flags);
+        int rc = run(cmd, &out);
+        ck_assert_msg(rc == bad[i].rc && strstr(out, bad[i].msg), "%s: rc %d, output:\n%s", bad[i].flags, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
+Suite *suite_train(void) {
+    Suite *s = suite_create("train");
+    TCase *tc = tcase("trainer");
+    tcase_add_test(tc, test_same_loss_as_pytorch_default_flags);
+    tcase_add_test(tc, test_same_loss_as_pytorch_other_flags);
+    tcase_add_test(tc, test_resume_from_checkpoint);
+    tcase_add_test(tc, test_bad_checkpoints_refused);
+    tcase_add_test(tc, test_flags_and_builtin_text);
+    suite_add_tcase(s, tc);
+    return s;
+}
