@@ -51,10 +51,13 @@ test-asan:
 	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests
 	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
 
-# valgrind over the test suite (no fork, so leaks are seen) and the examples
-valgrind: $(B)/tests $(B)/article
-	CK_FORK=no valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect ./$(B)/tests
-	valgrind --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect ./$(B)/article >/dev/null
+# valgrind over the test suite (each forked test exits non-zero on an error or
+# a leak, which Check reports as a failure) and over the examples
+VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
+valgrind: $(B)/tests $(B)/article $(B)/train $(B)/bench
+	AC_BUILD=$(B) $(VG) ./$(B)/tests
+	$(VG) ./$(B)/article >/dev/null
+	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
 
 run: $(B)/train
 	./$(B)/train

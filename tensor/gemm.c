@@ -22,38 +22,68 @@
 #define AC_CLONES
 #endif
 
-/* One MR x NR block (full size) of C. */
-static inline void block_full(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
+#if defined(__GNUC__) || defined(__clang__)
+#define AC_INLINE static inline __attribute__((always_inline)) /* into each clone of gemm_impl */
+/* 8 floats as one vector (GCC/clang vector extensions: AVX2 registers in the
+ * AVX2 clone, pairs of SSE/NEON registers elsewhere); aligned(4) allows
+ * unaligned loads and stores of C. */
+typedef float v8 __attribute__((vector_size(32), aligned(4)));
+#define AC_VECTOR_KERNEL 1
+#else
+#define AC_INLINE static inline
+#endif
+
+/* One MR x NR block (full size) of C: 4 rows x 2 vectors of accumulators stay
+ * in registers for the whole k loop; each step adds a[r][k] * b[k][:] (a
+ * multiply, then an add: never fused). */
+AC_INLINE void block_full(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
                               int64_t ldc, bool acc) {
+#ifdef AC_VECTOR_KERNEL
+    v8 c00, c01, c10, c11, c20, c21, c30, c31;
+    if (acc) {
+        c00 = *(const v8 *)(C + 0 * ldc), c01 = *(const v8 *)(C + 0 * ldc + 8);
+        c10 = *(const v8 *)(C + 1 * ldc), c11 = *(const v8 *)(C + 1 * ldc + 8);
+        c20 = *(const v8 *)(C + 2 * ldc), c21 = *(const v8 *)(C + 2 * ldc + 8);
+        c30 = *(const v8 *)(C + 3 * ldc), c31 = *(const v8 *)(C + 3 * ldc + 8);
+    } else {
+        c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = (v8){0};
+    }
+    const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda;
+    for (int64_t k = 0; k < K; k++) {
+        v8 b0 = *(const v8 *)(Bp + k * NR), b1 = *(const v8 *)(Bp + k * NR + 8);
+        v8 x;
+        x = (v8){0} + a0[k]; c00 += x * b0; c01 += x * b1;
+        x = (v8){0} + a1[k]; c10 += x * b0; c11 += x * b1;
+        x = (v8){0} + a2[k]; c20 += x * b0; c21 += x * b1;
+        x = (v8){0} + a3[k]; c30 += x * b0; c31 += x * b1;
+    }
+    *(v8 *)(C + 0 * ldc) = c00, *(v8 *)(C + 0 * ldc + 8) = c01;
+    *(v8 *)(C + 1 * ldc) = c10, *(v8 *)(C + 1 * ldc + 8) = c11;
+    *(v8 *)(C + 2 * ldc) = c20, *(v8 *)(C + 2 * ldc + 8) = c21;
+    *(v8 *)(C + 3 * ldc) = c30, *(v8 *)(C + 3 * ldc + 8) = c31;
+#else
     float c[MR][NR];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NR; j++) c[r][j] = acc ? C[r * ldc + j] : 0.0f;
-    for (int64_t k = 0; k < K; k++) {
-        const float *b = Bp + k * NR;
-        for (int r = 0; r < MR; r++) {
-            float a = A[r * lda + k];
-            for (int j = 0; j < NR; j++) c[r][j] += a * b[j];
-        }
-    }
+    for (int64_t k = 0; k < K; k++)
+        for (int r = 0; r < MR; r++)
+            for (int j = 0; j < NR; j++) c[r][j] += A[r * lda + k] * Bp[k * NR + j];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NR; j++) C[r * ldc + j] = c[r][j];
+#endif
 }
 
-/* An edge block: mr <= MR rows, nr <= NR columns. */
-static inline void block_edge(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
+/* An edge block: mr <= MR rows, nr <= NR columns (B's panel is zero-padded). */
+AC_INLINE void block_edge(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
                               int64_t ldc, int mr, int nr, bool acc) {
-    float c[MR][NR];
-    for (int r = 0; r < mr; r++)
-        for (int j = 0; j < NR; j++) c[r][j] = (acc && j < nr) ? C[r * ldc + j] : 0.0f;
-    for (int64_t k = 0; k < K; k++) {
-        const float *b = Bp + k * NR;
-        for (int r = 0; r < mr; r++) {
-            float a = A[r * lda + k];
-            for (int j = 0; j < NR; j++) c[r][j] += a * b[j];
-        }
+    for (int r = 0; r < mr; r++) {
+        float c[NR];
+        for (int j = 0; j < NR; j++) c[j] = (acc && j < nr) ? C[r * ldc + j] : 0.0f;
+        const float *a = A + r * lda;
+        for (int64_t k = 0; k < K; k++)
+            for (int j = 0; j < NR; j++) c[j] += a[k] * Bp[k * NR + j];
+        for (int j = 0; j < nr; j++) C[r * ldc + j] = c[j];
     }
-    for (int r = 0; r < mr; r++)
-        for (int j = 0; j < nr; j++) C[r * ldc + j] = c[r][j];
 }
 
 AC_CLONES

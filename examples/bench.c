@@ -1,0 +1,178 @@
+/* The benchmark workloads of ../shared/pytorch/workloads.py, in C; one JSON
+ * line per workload with the same keys.
+ *   article     forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)
+ *   train-tiny  one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)
+ *   train-base  the same with T=128 B=16 d=256 H=8 (ms/step)
+ *   matmul      (a @ b).sum().backward() for square n = 128..1024, GFLOP/s counted as 6 n^3 per step
+ * Usage: bench [article|train-tiny|train-base|matmul ...]   (default: all four)
+ * Timing as workloads.py: warm-up, then the median of 5 runs of `iters` steps. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/resource.h>
+#endif
+
+#include "nn.h"
+#include "optim.h"
+#include "tensor.h"
+#include "toy_lm.h"
+
+static double now(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+typedef void (*StepFn)(void *ctx);
+
+/* timed(step, warmup, iters, repeat=5): the median seconds per step */
+static double timed(StepFn step, void *ctx, int warmup, int iters) {
+    for (int i = 0; i < warmup; i++) step(ctx);
+    double runs[5];
+    for (int r = 0; r < 5; r++) {
+        double t = now();
+        for (int i = 0; i < iters; i++) step(ctx);
+        runs[r] = (now() - t) / iters;
+    }
+    qsort(runs, 5, sizeof(double), cmp_double);
+    return runs[2];
+}
+
+static double peak_rss_mb(void) {
+#if defined(__unix__) || defined(__APPLE__)
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+#if defined(__APPLE__)
+    return (double)ru.ru_maxrss / (1024.0 * 1024.0); /* bytes on macOS */
+#else
+    return (double)ru.ru_maxrss / 1024.0;            /* kilobytes on Linux */
+#endif
+#else
+    return 0.0;
+#endif
+}
+
+static void print_line(const char *workload, const char *fields) {
+    printf("{%s, \"workload\": \"%s\", \"threads\": 1, \"engine\": \"attention.c\", \"peak_rss_mb\": %.1f}\n", fields,
+           workload, peak_rss_mb());
+    fflush(stdout);
+}
+
+/* ---- article ------------------------------------------------------------------------------------ */
+
+typedef struct { nn_SelfAttention *sa; Tensor *x; } ArticleCtx;
+
+static void article_step(void *p) {
+    ArticleCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    nn_zero_grad(&c->sa->module);                                      /* sa.zero_grad() */
+    torch_backward(torch_sum(nn_SelfAttention_forward(c->sa, c->x)), NULL); /* sa(x).sum().backward() */
+    ac_arena_release(m);
+}
+
+static void article(void) {
+    torch_manual_seed(123);
+    nn_Embedding *e = nn_Embedding_new(50000, 3);
+    Tensor *x = torch_persist(torch_detach(nn_Embedding_forward(e, torch_tensor_long((const int64_t[]){0, 4, 5, 2, 1, 3}, SHAPE(6)))));
+    nn_free(&e->module);
+    torch_manual_seed(123);
+    ArticleCtx c = {nn_SelfAttention_new(3, 2, 4), x};
+    double s = timed(article_step, &c, 200, 2000);
+    char f[64];
+    snprintf(f, sizeof f, "\"us_per_iter\": %.3f", s * 1e6);
+    print_line("article", f);
+    nn_free(&c.sa->module);
+    torch_free(x);
+}
+
+/* ---- train-tiny, train-base ------------------------------------------------------------------------- */
+
+typedef struct { nn_ToyLM *model; optim_Optimizer *opt; Tensor *idx, *tgt; int64_t V; } TrainCtx;
+
+static void train_step(void *p) {
+    TrainCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    optim_zero_grad(c->opt);                                           /* opt.zero_grad() */
+    Tensor *logits = nn_ToyLM_forward(c->model, c->idx);               /* logits = model(idx) */
+    Tensor *loss = torch_cross_entropy(torch_reshape(logits, SHAPE(-1, c->V)), torch_reshape(c->tgt, SHAPE(-1)), -100);
+    torch_backward(loss, NULL);                                        /* loss.backward() */
+    optim_step(c->opt);                                                /* opt.step() */
+    ac_arena_release(m);
+}
+
+static void train(const char *name, int64_t V, int64_t T, int64_t B, int64_t d, int64_t H, int iters) {
+    torch_manual_seed(0);
+    TrainCtx c;
+    c.V = V;
+    c.model = nn_ToyLM_new(V, T, d, H);
+    c.opt = optim_Adam(nn_named_parameters(&c.model->module), 1e-3, 0.9, 0.999, 1e-8, 0.0, false);
+    ac_mark m = ac_arena_mark();
+    Tensor *data = torch_randint(0, V, SHAPE(B, T + 1));               /* data = torch.randint(0, V, (B, T + 1)) */
+    c.idx = torch_persist(torch_slice(data, 1, 0, T));                 /* idx = data[:, :-1] */
+    c.tgt = torch_persist(torch_slice(data, 1, 1, T + 1));             /* tgt = data[:, 1:] */
+    ac_arena_release(m);
+    double s = timed(train_step, &c, 5, iters);
+    char f[64];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.3f", s * 1e3);
+    print_line(name, f);
+    torch_free(c.idx);
+    torch_free(c.tgt);
+    optim_free(c.opt);
+    nn_free(&c.model->module);
+}
+
+/* ---- matmul ------------------------------------------------------------------------------------------- */
+
+typedef struct { Tensor *a, *b; } MatCtx;
+
+static void matmul_step(void *p) {
+    MatCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    c->a->grad = c->b->grad = NULL;                                    /* a.grad = b.grad = None */
+    torch_backward(torch_sum(torch_matmul(c->a, c->b)), NULL);         /* (a @ b).sum().backward() */
+    ac_arena_release(m);
+}
+
+static void matmul(void) {
+    char f[256];
+    int k = 0;
+    for (int64_t n = 128; n <= 1024; n *= 2) {
+        torch_manual_seed(0);
+        MatCtx c;
+        c.a = torch_requires_grad_(torch_persist(torch_rand(SHAPE(n, n))), true);
+        c.b = torch_requires_grad_(torch_persist(torch_rand(SHAPE(n, n))), true);
+        double flops = 6.0 * (double)n * (double)n * (double)n;
+        int iters = (int)(2e8 / flops);
+        if (iters < 1) iters = 1;
+        double s = timed(matmul_step, &c, 2, iters);
+        k += snprintf(f + k, sizeof f - (size_t)k, "%s\"gflops_%lld\": %.2f", k ? ", " : "", (long long)n, flops / s / 1e9);
+        torch_free(c.a);
+        torch_free(c.b);
+    }
+    print_line("matmul", f);
+}
+
+int main(int argc, char **argv) {
+    const char *all[] = {"article", "train-tiny", "train-base", "matmul"};
+    int n = argc > 1 ? argc - 1 : 4;
+    for (int i = 0; i < n; i++) {
+        const char *w = argc > 1 ? argv[i + 1] : all[i];
+        if (strcmp(w, "article") == 0) article();
+        else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50);
+        else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10);
+        else if (strcmp(w, "matmul") == 0) matmul();
+        else {
+            fprintf(stderr, "bench: unknown workload '%s' (article, train-tiny, train-base, matmul)\n", w);
+            return 2;
+        }
+    }
+    ac_shutdown();
+    return 0;
+}
