@@ -1,4 +1,5 @@
-/* The matmul kernel. C[M,N] = A[M,K] @ B[K,N], row-major.
+/* The matmul kernel. C[M,N] = A[M,K] @ B[K,N], with any strides for A and B
+ * (a transposed operand is just other strides: no copy).
  *
  * Every output element is summed over k in order, starting from 0, with one
  * rounding per multiply and per add: exactly what reference BLAS (the one
@@ -36,7 +37,7 @@ typedef float v8 __attribute__((vector_size(32), aligned(4)));
 /* One MR x NR block (full size) of C: 4 rows x 2 vectors of accumulators stay
  * in registers for the whole k loop; each step adds a[r][k] * b[k][:] (a
  * multiply, then an add: never fused). */
-AC_INLINE void block_full(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
+AC_INLINE void block_full(int64_t K, const float *A, int64_t rsa, int64_t csa, const float *Bp, float *C,
                               int64_t ldc, bool acc) {
 #ifdef AC_VECTOR_KERNEL
     v8 c00, c01, c10, c11, c20, c21, c30, c31;
@@ -48,14 +49,16 @@ AC_INLINE void block_full(int64_t K, const float *A, int64_t lda, const float *B
     } else {
         c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = (v8){0};
     }
-    const float *a0 = A, *a1 = A + lda, *a2 = A + 2 * lda, *a3 = A + 3 * lda;
-    for (int64_t k = 0; k < K; k++) {
-        v8 b0 = *(const v8 *)(Bp + k * NR), b1 = *(const v8 *)(Bp + k * NR + 8);
+    const float *a = A;
+    const float *b = Bp;
+    for (int64_t k = 0; k < K; k++, a += csa, b += NR) {
+        v8 b0 = *(const v8 *)b, b1 = *(const v8 *)(b + 8);
+        float s0 = a[0], s1 = a[rsa], s2 = a[2 * rsa], s3 = a[3 * rsa];
         v8 x;
-        x = (v8){0} + a0[k]; c00 += x * b0; c01 += x * b1;
-        x = (v8){0} + a1[k]; c10 += x * b0; c11 += x * b1;
-        x = (v8){0} + a2[k]; c20 += x * b0; c21 += x * b1;
-        x = (v8){0} + a3[k]; c30 += x * b0; c31 += x * b1;
+        x = (v8){s0, s0, s0, s0, s0, s0, s0, s0}; c00 += x * b0; c01 += x * b1; /* a broadcast, not 0 + a */
+        x = (v8){s1, s1, s1, s1, s1, s1, s1, s1}; c10 += x * b0; c11 += x * b1;
+        x = (v8){s2, s2, s2, s2, s2, s2, s2, s2}; c20 += x * b0; c21 += x * b1;
+        x = (v8){s3, s3, s3, s3, s3, s3, s3, s3}; c30 += x * b0; c31 += x * b1;
     }
     *(v8 *)(C + 0 * ldc) = c00, *(v8 *)(C + 0 * ldc + 8) = c01;
     *(v8 *)(C + 1 * ldc) = c10, *(v8 *)(C + 1 * ldc + 8) = c11;
@@ -67,48 +70,56 @@ AC_INLINE void block_full(int64_t K, const float *A, int64_t lda, const float *B
         for (int j = 0; j < NR; j++) c[r][j] = acc ? C[r * ldc + j] : 0.0f;
     for (int64_t k = 0; k < K; k++)
         for (int r = 0; r < MR; r++)
-            for (int j = 0; j < NR; j++) c[r][j] += A[r * lda + k] * Bp[k * NR + j];
+            for (int j = 0; j < NR; j++) c[r][j] += A[r * rsa + k * csa] * Bp[k * NR + j];
     for (int r = 0; r < MR; r++)
         for (int j = 0; j < NR; j++) C[r * ldc + j] = c[r][j];
 #endif
 }
 
 /* An edge block: mr <= MR rows, nr <= NR columns (B's panel is zero-padded). */
-AC_INLINE void block_edge(int64_t K, const float *A, int64_t lda, const float *Bp, float *C,
+AC_INLINE void block_edge(int64_t K, const float *A, int64_t rsa, int64_t csa, const float *Bp, float *C,
                               int64_t ldc, int mr, int nr, bool acc) {
     for (int r = 0; r < mr; r++) {
         float c[NR];
         for (int j = 0; j < NR; j++) c[j] = (acc && j < nr) ? C[r * ldc + j] : 0.0f;
-        const float *a = A + r * lda;
+        const float *a = A + r * rsa;
         for (int64_t k = 0; k < K; k++)
-            for (int j = 0; j < NR; j++) c[j] += a[k] * Bp[k * NR + j];
+            for (int j = 0; j < NR; j++) c[j] += a[k * csa] * Bp[k * NR + j];
         for (int j = 0; j < nr; j++) C[r * ldc + j] = c[j];
     }
 }
 
 AC_CLONES
-static void gemm_impl(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B,
-                      int64_t ldb, float *C, int64_t ldc, bool acc, float *Bp) {
+static void gemm_impl(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                      int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc, float *Bp) {
     for (int64_t j0 = 0; j0 < N; j0 += NR) {
         int nr = N - j0 < NR ? (int)(N - j0) : NR;
-        for (int64_t k = 0; k < K; k++) { /* pack B[:, j0:j0+nr], zero-padded to NR */
-            const float *src = B + k * ldb + j0;
-            float *dst = Bp + k * NR;
-            for (int j = 0; j < nr; j++) dst[j] = src[j];
-            for (int j = nr; j < NR; j++) dst[j] = 0.0f;
+        /* pack B[:, j0:j0+nr] as K rows of NR (zero-padded), whatever B's layout */
+        if (csb == 1) {
+            for (int64_t k = 0; k < K; k++) {
+                const float *src = B + k * rsb + j0;
+                float *dst = Bp + k * NR;
+                for (int j = 0; j < nr; j++) dst[j] = src[j];
+                for (int j = nr; j < NR; j++) dst[j] = 0.0f;
+            }
+        } else {
+            for (int j = 0; j < NR; j++) {
+                const float *src = B + (j0 + j) * csb;
+                for (int64_t k = 0; k < K; k++) Bp[k * NR + j] = j < nr ? src[k * rsb] : 0.0f;
+            }
         }
         int64_t i0 = 0;
         if (nr == NR)
-            for (; i0 + MR <= M; i0 += MR) block_full(K, A + i0 * lda, lda, Bp, C + i0 * ldc + j0, ldc, acc);
+            for (; i0 + MR <= M; i0 += MR) block_full(K, A + i0 * rsa, rsa, csa, Bp, C + i0 * ldc + j0, ldc, acc);
         for (; i0 < M; i0 += MR) {
             int mr = M - i0 < MR ? (int)(M - i0) : MR;
-            block_edge(K, A + i0 * lda, lda, Bp, C + i0 * ldc + j0, ldc, mr, nr, acc);
+            block_edge(K, A + i0 * rsa, rsa, csa, Bp, C + i0 * ldc + j0, ldc, mr, nr, acc);
         }
     }
 }
 
-void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb,
-             float *C, int64_t ldc, bool accumulate) {
+void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                     int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate) {
     if (M == 0 || N == 0) return;
     if (K == 0) {
         if (!accumulate)
@@ -117,10 +128,14 @@ void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
     }
     ac_mark m = ac_arena_mark();
     float *Bp = ac_arena_alloc(sizeof(float) * (size_t)(K * NR));
-    gemm_impl(M, N, K, A, lda, B, ldb, C, ldc, accumulate, Bp);
+    gemm_impl(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, Bp);
     ac_arena_release(m);
 }
 
+void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,
+             int64_t ldc, bool accumulate) {
+    ac_gemm_strided(M, N, K, A, lda, 1, B, ldb, 1, C, ldc, accumulate);
+}
 void ac_transpose2d(const float *src, int64_t rows, int64_t cols, float *out) {
     const int64_t T = 32; /* tiles keep both sides in cache */
     for (int64_t i0 = 0; i0 < rows; i0 += T)

@@ -13,11 +13,9 @@ static void linear_backward(Node *n, Tensor *gt) {
         ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(w), in_f, gx->data, in_f, false);
         ac_accum(x, gx);
     }
-    if (ac_needs_grad(w)) {
+    if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
         Tensor *gw = ac_new_like(w);
-        float *Gt = ac_arena_alloc(sizeof(float) * (size_t)(rows * out_f));
-        ac_transpose2d(G, rows, out_f, Gt);
-        ac_gemm(out_f, in_f, rows, Gt, rows, ac_cdata(x), in_f, gw->data, in_f, false);
+        ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, ac_cdata(x), in_f, 1, gw->data, in_f, false);
         ac_accum(w, gw);
     }
     if (ac_needs_grad(b)) {
@@ -48,11 +46,8 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = out_f;
     Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);
-    ac_mark m = ac_arena_mark();
-    float *Wt = ac_arena_alloc(sizeof(float) * (size_t)(in_f * out_f));
-    ac_transpose2d(ac_cdata(w), out_f, in_f, Wt);
-    ac_gemm(rows, out_f, in_f, ac_cdata(x), in_f, Wt, out_f, y->data, out_f, false);
-    ac_arena_release(m);
+    /* Y = X @ W^T: W read transposed (B(k, j) = W[j, k]), no copy */
+    ac_gemm_strided(rows, out_f, in_f, ac_cdata(x), in_f, 1, ac_cdata(w), 1, in_f, y->data, out_f, false);
     if (b) {
         const float *bd = ac_cdata(b);
         float *o = y->data;

@@ -99,35 +99,30 @@ static void matmul_backward(Node *node, Tensor *gt) {
     const Plan *p = node->ctx;
     int64_t n = p->n, k = p->k, m = p->m;
     const float *A = ac_cdata(a), *B = ac_cdata(b), *G = ac_cdata(gt);
-    if (ac_needs_grad(a)) { /* dA = dC @ B^T */
+    if (ac_needs_grad(a)) { /* dA = dC @ B^T (B read transposed) */
         Tensor *ga = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-        float *Bt = ac_arena_alloc(sizeof(float) * (size_t)(k * m));
         if (p->fold) {
-            ac_transpose2d(B, k, m, Bt);
-            ac_gemm(p->nbatch * n, k, m, G, m, Bt, k, ga->data, k, false);
+            ac_gemm_strided(p->nbatch * n, k, m, G, m, 1, B, 1, m, ga->data, k, false);
         } else {
             for (int64_t bi = 0; bi < p->nbatch; bi++) {
                 int64_t oa, ob;
                 batch_offsets(p, bi, &oa, &ob);
-                ac_transpose2d(B + ob * k * m, k, m, Bt);
-                ac_gemm(n, k, m, G + bi * n * m, m, Bt, k, (float *)ga->data + oa * n * k, k, true);
+                ac_gemm_strided(n, k, m, G + bi * n * m, m, 1, B + ob * k * m, 1, m, (float *)ga->data + oa * n * k, k,
+                                true);
             }
         }
         ac_accum(a, ga);
     }
-    if (ac_needs_grad(b)) { /* dB = A^T @ dC */
+    if (ac_needs_grad(b)) { /* dB = A^T @ dC (A read transposed) */
         Tensor *gb = ac_new_zeros(AC_FLOAT32, b->ndim, b->shape);
         if (p->fold) {
-            float *At = ac_arena_alloc(sizeof(float) * (size_t)(p->nbatch * n * k));
-            ac_transpose2d(A, p->nbatch * n, k, At);
-            ac_gemm(k, m, p->nbatch * n, At, p->nbatch * n, G, m, gb->data, m, false);
+            ac_gemm_strided(k, m, p->nbatch * n, A, 1, k, G, m, 1, gb->data, m, false);
         } else {
-            float *At = ac_arena_alloc(sizeof(float) * (size_t)(n * k));
             for (int64_t bi = 0; bi < p->nbatch; bi++) {
                 int64_t oa, ob;
                 batch_offsets(p, bi, &oa, &ob);
-                ac_transpose2d(A + oa * n * k, n, k, At);
-                ac_gemm(k, m, n, At, n, G + bi * n * m, m, (float *)gb->data + ob * k * m, m, true);
+                ac_gemm_strided(k, m, n, A + oa * n * k, 1, k, G + bi * n * m, m, 1, (float *)gb->data + ob * k * m, m,
+                                true);
             }
         }
         ac_accum(b, gb);
