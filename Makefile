@@ -23,7 +23,7 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 B ?= build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all test test-plain test-asan run bench clean valgrind
+.PHONY: all test deps test-plain test-asan run bench clean valgrind
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS)
@@ -42,7 +42,21 @@ $(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a $(B)/article $(B)/trai
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
-test: test-plain test-asan
+test: deps
+	@$(MAKE) --no-print-directory test-plain test-asan
+
+# The tests need Check (and pkg-config to find it). As root on Debian/Ubuntu
+# they are installed on the spot; elsewhere this says what to install.
+deps:
+	@pkg-config --exists check 2>/dev/null || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    echo "Check is missing: apt-get install -y check pkg-config"; \
+	    DEBIAN_FRONTEND=noninteractive apt-get update -qq && \
+	    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq check pkg-config; \
+	  else \
+	    echo "make test needs Check: apt-get install check pkg-config (Debian/Ubuntu), brew install check pkg-config (macOS)"; \
+	    exit 1; \
+	  fi; }
 
 test-plain: $(B)/tests
 	AC_BUILD=$(B) ./$(B)/tests

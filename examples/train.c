@@ -314,7 +314,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
     }
     if (len == 0) ids[len++] = 0;
     nn_eval(&model->module);
-    bool prev = torch_set_grad_enabled(false);
+    bool prev = torch_no_grad_enter();                                     /* with torch.no_grad(): */
     char buf[5];
     for (int64_t i = 0; i < len; i++) fwrite(buf, 1, (size_t)chartext_decode(ct, ids[i], buf), stdout);
     for (long s = 0; s < n; s++) {
@@ -340,7 +340,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
         ac_arena_release(m);
     }
     printf("\n");
-    torch_set_grad_enabled(prev);
+    torch_no_grad_exit(prev);
     nn_train(&model->module, true);
     free(ids);
 }

@@ -16,7 +16,7 @@
 #define MR 4
 #define NR 16
 
-#if defined(__x86_64__) && defined(__linux__) && defined(__GNUC__) && !defined(__clang__) && \
+#if defined(__x86_64__) && defined(__linux__) && (!defined(__clang__) || __clang_major__ >= 14) && \
     !defined(AC_NO_CLONES)
 #define AC_CLONES __attribute__((target_clones("avx2", "default")))
 #else
