@@ -8,8 +8,8 @@
  *   --save FILE         checkpoint (safetensors: model, optimizer, step, RNG) at the end
  *                       or on Ctrl-C; --load FILE resumes from one
  *   --sample N          generate N characters after training (--prompt, --temperature, --top-k)
- * Without --data it trains on a short text built into the program and prints
- * a sample. On a terminal it shows a live progress line; piped, it prints
+ * Without --data it trains on a short text built into the program (1500
+ * steps unless --steps is given) and prints a sample. On a terminal it shows a live progress line; piped, it prints
  * exactly the lines toy_lm.py prints. */
 #include <errno.h>
 #include <math.h>
@@ -56,7 +56,7 @@ typedef struct {
     long steps, batch, context, dim, heads, sample, top_k;
     double lr, temperature;
     unsigned long long seed;
-    bool sample_given;
+    bool sample_given, steps_given;
 } Args;
 
 static void usage(FILE *f) {
@@ -65,7 +65,7 @@ static void usage(FILE *f) {
             "             [--lr X] [--seed N] [--log FILE] [--save FILE] [--load FILE]\n"
             "             [--sample N] [--prompt TEXT] [--temperature X] [--top-k N]\n"
             "defaults as toy_lm.py: --steps 200 --batch 16 --context 32 --dim 64 --heads 4 --lr 1e-3 --seed 123\n"
-            "without --data: trains on a built-in text and samples 300 characters\n");
+            "without --data: trains on a built-in text (1500 steps unless --steps) and samples 300 characters\n");
 }
 
 static bool parse_long(const char *flag, const char *s, long min, long *out) {
@@ -112,7 +112,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--save") == 0) a->save = v;
         else if (strcmp(f, "--load") == 0) a->load = v;
         else if (strcmp(f, "--prompt") == 0) a->prompt = v;
-        else if (strcmp(f, "--steps") == 0) ok = parse_long(f, v, 0, &a->steps);
+        else if (strcmp(f, "--steps") == 0) { ok = parse_long(f, v, 0, &a->steps); a->steps_given = true; }
         else if (strcmp(f, "--batch") == 0) ok = parse_long(f, v, 1, &a->batch);
         else if (strcmp(f, "--context") == 0) ok = parse_long(f, v, 1, &a->context);
         else if (strcmp(f, "--dim") == 0) ok = parse_long(f, v, 1, &a->dim);
@@ -372,6 +372,7 @@ int main(int argc, char **argv) {
         if (!text) return 1;
         memcpy(text, builtin_text, len);
         if (!a.sample_given) a.sample = 300;
+        if (!a.steps_given) a.steps = 1500; /* the demo: enough steps for a sample that reads like words (~3 s) */
     }
     CharText ct;
     char err[128];
