@@ -146,12 +146,7 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     int64_t n = torch_numel(g), idx[AC_MAX_DIMS] = {0}, off = 0;
     for (int64_t k = 0; k < n; k++) {
         o[off] += gd[k];
-        for (int d = g->ndim - 1; d >= 0; d--) {
-            off += ostr[d];
-            if (++idx[d] < g->shape[d]) break;
-            off -= ostr[d] * g->shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(g->ndim, g->shape, ostr, idx, &off);
     }
     return out;
 }

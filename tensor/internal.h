@@ -58,6 +58,17 @@ bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *sh
 /* Strides of t (contiguous) seen through the broadcast shape (0 where expanded). */
 void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride);
 
+/* The row-major odometer: advance idx over shape[0..nd) by one element and
+ * move *off by the strides of the dims that change (a stride of 0 broadcasts). */
+static inline void ac_advance(int nd, const int64_t *shape, const int64_t *stride, int64_t *idx, int64_t *off) {
+    for (int d = nd - 1; d >= 0; d--) {
+        *off += stride[d];
+        if (++idx[d] < shape[d]) return;
+        *off -= stride[d] * shape[d];
+        idx[d] = 0;
+    }
+}
+
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);

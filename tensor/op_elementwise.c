@@ -44,17 +44,11 @@ static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
     ac_broadcast_strides(b, nd, shape, sb);
     int64_t inner = nd ? shape[nd - 1] : 1, rows = n / inner;
     int64_t isa = nd ? sa[nd - 1] : 0, isb = nd ? sb[nd - 1] : 0;
-    int64_t idx[AC_MAX_DIMS] = {0}, oa = 0, ob = 0;
-    for (int64_t r = 0; r < rows; r++) {
+    int64_t ia[AC_MAX_DIMS] = {0}, ib[AC_MAX_DIMS] = {0}, oa = 0, ob = 0;
+    for (int64_t r = 0; r < rows; r++) { /* one innermost row at a time */
         bin_row(op, da + oa, isa, db + ob, isb, o + r * inner, inner);
-        for (int d = nd - 2; d >= 0; d--) {
-            oa += sa[d];
-            ob += sb[d];
-            if (++idx[d] < shape[d]) break;
-            oa -= sa[d] * shape[d];
-            ob -= sb[d] * shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(nd - 1, shape, sa, ia, &oa);
+        ac_advance(nd - 1, shape, sb, ib, &ob);
     }
     return out;
 }

@@ -23,12 +23,7 @@ static bool *masked_slots(Tensor *a, Tensor *mask) {
     bool *masked = ac_arena_alloc((size_t)(n ? n : 1));
     for (int64_t k = 0; k < n; k++) {
         masked[k] = m[off];
-        for (int d = nd - 1; d >= 0; d--) {
-            off += ms[d];
-            if (++idx[d] < shape[d]) break;
-            off -= ms[d] * shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(nd, shape, ms, idx, &off);
     }
     return masked;
 }

@@ -103,12 +103,7 @@ static Tensor *reduce_sum(Tensor *a, const Plan *p) {
     int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
     for (int64_t k = 0; k < n; k++) {
         o[off] += x[k];
-        for (int d = a->ndim - 1; d >= 0; d--) {
-            off += ostr[d];
-            if (++idx[d] < a->shape[d]) break;
-            off -= ostr[d] * a->shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(a->ndim, a->shape, ostr, idx, &off);
     }
     return out;
 }
@@ -124,12 +119,7 @@ static Tensor *expand_grad(Tensor *g, const Tensor *a, const Plan *p, float scal
     int64_t n = torch_numel(a), idx[AC_MAX_DIMS] = {0}, off = 0;
     for (int64_t k = 0; k < n; k++) {
         o[k] = divide ? gd[off] / scale : gd[off];
-        for (int d = a->ndim - 1; d >= 0; d--) {
-            off += gstr[d];
-            if (++idx[d] < a->shape[d]) break;
-            off -= gstr[d] * a->shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(a->ndim, a->shape, gstr, idx, &off);
     }
     return r;
 }

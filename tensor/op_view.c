@@ -202,12 +202,7 @@ static void slice_backward(Node *n, Tensor *g) {
     float *zd = z->data;
     for (int64_t k = 0; k < cnt; k++) {
         zd[off] = gd[k];
-        for (int d = nd - 1; d >= 0; d--) {
-            off += stride[d];
-            if (++idx[d] < shape[d]) break;
-            off -= stride[d] * shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(nd, shape, stride, idx, &off);
     }
     ac_accum(a, z);
 }

@@ -105,7 +105,7 @@ static void check_float_contig(Tensor *t, const char *op) {
         ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
 }
 
-/* Visit every element of t in row-major order; F(ptr) writes one element. */
+/* Visit every element of t in row-major order (any strides); BODY writes *ptr. */
 #define FOR_EACH_ELEMENT(t, ptr, BODY)                                             \
     do {                                                                           \
         Tensor *t_ = (t);                                                          \
@@ -113,12 +113,7 @@ static void check_float_contig(Tensor *t, const char *op) {
         for (int64_t k_ = 0; k_ < n_; k_++) {                                      \
             float *ptr = (float *)t_->data + off_;                                 \
             BODY;                                                                  \
-            for (int d_ = t_->ndim - 1; d_ >= 0; d_--) {                           \
-                off_ += t_->stride[d_];                                            \
-                if (++idx_[d_] < t_->shape[d_]) break;                             \
-                off_ -= t_->stride[d_] * t_->shape[d_];                            \
-                idx_[d_] = 0;                                                      \
-            }                                                                      \
+            ac_advance(t_->ndim, t_->shape, t_->stride, idx_, &off_);              \
         }                                                                          \
     } while (0)
 

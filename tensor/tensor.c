@@ -166,14 +166,7 @@ void ac_copy_strided(Tensor *dst, const Tensor *src) {
         else if (es == 8) ROW(uint64_t);
         else ROW(uint8_t);
 #undef ROW
-        /* advance the outer index (all dims but the last) */
-        for (int d = nd - 2; d >= 0; d--) {
-            idx[d]++;
-            off += src->stride[d];
-            if (idx[d] < src->shape[d]) break;
-            off -= src->stride[d] * src->shape[d];
-            idx[d] = 0;
-        }
+        ac_advance(nd - 1, src->shape, src->stride, idx, &off); /* the next row */
     }
 }
 

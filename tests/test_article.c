@@ -75,13 +75,8 @@ START_TEST(test_article_example_output) {
     const char *bin = getenv("AC_BUILD") ? getenv("AC_BUILD") : "build";
     char cmd[512];
     snprintf(cmd, sizeof cmd, "%s/article", bin);
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *out = malloc(cap);
-    n = fread(out, 1, cap - 1, p);
-    out[n] = 0;
-    ck_assert_int_eq(pclose(p), 0);
+    char *out;
+    ck_assert_int_eq(run_command(cmd, &out), 0);
     char *want = read_text(shared_path("pytorch/article_expected.txt"));
     ck_assert_msg(strcmp(out, want) == 0, "./%s differs from article_expected.txt", cmd);
     free(out);

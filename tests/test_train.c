@@ -3,30 +3,11 @@
  * real ./build/train (or $AC_BUILD/train). */
 #include <math.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests.h"
 
 static const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
-
-/* Runs a shell command, returns its exit status and its stdout (malloc'd). */
-static int run(const char *cmd, char **out) {
-    FILE *p = popen(cmd, "r");
-    ck_assert_msg(p != NULL, "cannot run %s", cmd);
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    size_t k;
-    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
-        n += k;
-        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
-    }
-    buf[n] = 0;
-    int st = pclose(p);
-    if (out) *out = buf;
-    else free(buf);
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
 
 /* "step N loss X" lines -> losses[N-1]; returns the number of lines. */
 static int parse_losses(const char *text, double *losses, int cap, int *first_step) {
@@ -63,7 +44,7 @@ static void check_against_pytorch(const char *name) {
     int n = golden_losses(name, flags, sizeof flags, want);
     snprintf(cmd, sizeof cmd, "%s/train --data %s %s", build_dir(), shared_path("data/the-verdict.txt"), flags);
     char *out;
-    ck_assert_int_eq(run(cmd, &out), 0);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
     ck_assert_int_eq(parse_losses(out, got, 400, NULL), n);
     double worst = 0;
     for (int i = 0; i < n; i++) {
@@ -86,13 +67,13 @@ START_TEST(test_resume_from_checkpoint) {
     ck_assert(mkdtemp(dir) != NULL);
     const char *data = shared_path("data/the-verdict.txt"), *b = build_dir();
     snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 30 --batch 4 --context 16 --dim 16 --heads 2", b, data);
-    ck_assert_int_eq(run(cmd, &full), 0);
+    ck_assert_int_eq(run_command(cmd, &full), 0);
     snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 18 --batch 4 --context 16 --dim 16 --heads 2 --save %s/ck.safetensors --log %s/log.txt",
              b, data, dir, dir);
-    ck_assert_int_eq(run(cmd, &first), 0);
+    ck_assert_int_eq(run_command(cmd, &first), 0);
     snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 12 --batch 4 --context 16 --dim 16 --heads 2 --load %s/ck.safetensors",
              b, data, dir);
-    ck_assert_int_eq(run(cmd, &second), 0);
+    ck_assert_int_eq(run_command(cmd, &second), 0);
     /* steps 1-18, then 19-30 after the reload: the same text as one run of 30 */
     size_t l1 = strlen(first);
     ck_assert(strncmp(full, first, l1) == 0);
@@ -192,7 +173,7 @@ START_TEST(test_bad_checkpoints_refused) {
     /* the trainer refuses a checkpoint of another shape and says why (exit 1, no crash) */
     char cmd[1024], *out;
     snprintf(cmd, sizeof cmd, "%s/train --steps 1 --dim 32 --load %s/wide.safetensors 2>&1", build_dir(), dir);
-    ck_assert_int_eq(run(cmd, &out), 1);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
     ck_assert_msg(strstr(out, "--load") && strstr(out, "the file has F32"), "%s", out);
     free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
@@ -208,7 +189,7 @@ START_TEST(test_flags_and_builtin_text) {
     char cmd[512], *out;
     const char *b = build_dir();
     snprintf(cmd, sizeof cmd, "%s/train --steps 3 --sample 40 --prompt 'The ' 2>&1", b);
-    ck_assert_int_eq(run(cmd, &out), 0);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
     ck_assert_msg(strstr(out, "step 3 loss ") && strstr(out, "--- sample ---\nThe "), "%s", out);
     free(out);
     struct { const char *flags; int rc; const char *msg; } bad[] = {
@@ -222,7 +203,7 @@ START_TEST(test_flags_and_builtin_text) {
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "%s/train %s 2>&1", b, bad[i].flags);
-        int rc = run(cmd, &out);
+        int rc = run_command(cmd, &out);
         ck_assert_msg(rc == bad[i].rc && strstr(out, bad[i].msg), "%s: rc %d, output:\n%s", bad[i].flags, rc, out);
         free(out);
     }

@@ -17,6 +17,7 @@
 const char *shared_path(const char *rel);
 const char *data_path(const char *rel);
 char *read_text(const char *path);       /* malloc'd, NUL-terminated; aborts the test if missing */
+int run_command(const char *cmd, char **out); /* exit status; stdout malloc'd into *out (if out) */
 
 /* A golden record `name n v1 ... vn` of tests/data/<file>. */
 typedef struct { int n; double *v; } Golden;

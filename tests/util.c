@@ -1,6 +1,7 @@
 /* Test helpers: paths, golden files, comparisons, error capture. */
 #include <math.h>
 #include <stdlib.h>
+#include <sys/wait.h>
 
 #include "tests.h"
 
@@ -104,4 +105,22 @@ void assert_tensor_golden(Tensor *t, const char *file, const char *name, double 
 void assert_repr(const Tensor *t, const char *expected) {
     const char *got = torch_repr(t);
     ck_assert_msg(strcmp(got, expected) == 0, "printed:\n%s\nexpected:\n%s", got, expected);
+}
+
+/* Runs a shell command, returns its exit status and its stdout (malloc'd). */
+int run_command(const char *cmd, char **out) {
+    FILE *p = popen(cmd, "r");
+    ck_assert_msg(p != NULL, "cannot run %s", cmd);
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap);
+    size_t k;
+    while ((k = fread(buf + n, 1, cap - n - 1, p)) > 0) {
+        n += k;
+        if (n + 1 == cap) buf = realloc(buf, cap *= 2);
+    }
+    buf[n] = 0;
+    int st = pclose(p);
+    if (out) *out = buf;
+    else free(buf);
+    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
