@@ -244,7 +244,8 @@ static bool save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *
 }
 
 /* Loads into model and optimizer only if everything in the file fits. */
-static bool load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, long *step) {
+static bool load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, long *step,
+                            const Args *a) {
     ac_mark m = ac_arena_mark();
     safetensors_File f;
     char err[512];
@@ -252,6 +253,15 @@ static bool load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *
     const char *vocab = ok ? safetensors_meta(&f, "vocab") : NULL;
     if (ok && vocab && strcmp(vocab, vocab_string(ct)) != 0) {
         snprintf(err, sizeof err, "the checkpoint was trained on a different character vocabulary");
+        ok = false;
+    }
+    /* the sizes it was trained with (--heads changes no shape, so the shapes alone cannot tell) */
+    const char *sizes = ok ? safetensors_meta(&f, "context dim heads vocab_size") : NULL;
+    long ctx = 0, dim = 0, heads = 0, vs = 0;
+    if (ok && sizes && sscanf(sizes, "%ld %ld %ld %ld", &ctx, &dim, &heads, &vs) == 4 &&
+        (ctx != a->context || dim != a->dim || heads != a->heads)) {
+        snprintf(err, sizeof err, "the checkpoint was trained with --context %ld --dim %ld --heads %ld; this run has "
+                 "--context %ld --dim %ld --heads %ld", ctx, dim, heads, a->context, a->dim, a->heads);
         ok = false;
     }
     const char *const ignore[] = {"optim.", "rng_state", NULL};
@@ -400,14 +410,15 @@ int main(int argc, char **argv) {
     optim_Optimizer *opt = optim_Adam(nn_named_parameters(&model->module), a.lr, 0.9, 0.999, 1e-8, 0.0, false);
     long step0 = 0;
     int rc = 0;
-    if (a.load && !load_checkpoint(a.load, model, opt, &ct, &step0)) {
+    if (a.load && !load_checkpoint(a.load, model, opt, &ct, &step0, &a)) {
         rc = 1;
         goto done;
     }
     bool tty = isatty(fileno(stdout));
     signal(SIGINT, on_sigint);
     ac_set_error_handler(error_handler, NULL);
-    long step = step0, last_step = step0 + a.steps;
+    volatile long step = step0; /* read after a longjmp from the error handler */
+    long last_step = step0 + a.steps;
     if (setjmp(on_error)) { /* an error inside a step: the weights are those of the last whole step */
         rc = 1;
         if (a.save && save_checkpoint(a.save, model, opt, &ct, step, &a))
@@ -445,6 +456,9 @@ int main(int argc, char **argv) {
                1e3 * el / (double)(step - step0), interrupted ? ", stopped by Ctrl-C" : "                ");
     }
     if (a.save && !save_checkpoint(a.save, model, opt, &ct, step, &a)) rc = 1;
+    if (interrupted)
+        fprintf(stderr, "train: interrupted after step %ld%s%s\n", (long)step, a.save && rc == 0 ? "; saved to " : "",
+                a.save && rc == 0 ? a.save : "");
     if (a.sample > 0 && !interrupted) {
         if (a.sample_given || !a.data) printf("--- sample ---\n");
         sample(model, &ct, a.prompt ? a.prompt : "A", a.sample, a.temperature, a.top_k);

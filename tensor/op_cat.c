@@ -32,6 +32,7 @@ static Tensor *join(int n, Tensor **ts, int64_t dim, bool stack) {
     for (int k = 0; k < n; k++) ac_check_float(ts[k], op);
     const Tensor *t0 = ts[0];
     int nd = t0->ndim + (stack ? 1 : 0);
+    if (nd > AC_MAX_DIMS) ac_error("stack: the result would have %d dimensions; attention.c has at most %d", nd, AC_MAX_DIMS);
     if (!stack && t0->ndim == 0) ac_error("cat: zero-dimensional tensor (at position 0) cannot be concatenated");
     int64_t d = ac_wrap_dim(dim, nd, op);
     int64_t shape[AC_MAX_DIMS], total = 0;

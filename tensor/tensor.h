@@ -25,6 +25,9 @@
  * message naming the op and the values, in PyTorch's words where it has them.
  * The default handler prints "RuntimeError: <message>" and aborts; install your
  * own with ac_set_error_handler (it must not return: longjmp or exit).
+ *
+ * One process, one thread: the arena, the default generator and the grad mode
+ * are process-wide, as PyTorch's generator and grad mode are per thread.
  */
 #ifndef ATTENTION_TENSOR_H
 #define ATTENTION_TENSOR_H
@@ -73,7 +76,7 @@ ac_mark ac_arena_mark(void);
 void ac_arena_release(ac_mark m);     /* frees every tensor made since m */
 size_t ac_arena_bytes_in_use(void);
 size_t ac_arena_bytes_reserved(void);
-void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, zeroed */
+void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, not initialised */
 void ac_shutdown(void);               /* releases all arena blocks */
 Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */

@@ -29,6 +29,10 @@ START_TEST(test_shape_errors) {
     EXPECT_ERROR("cat: Sizes of tensors must match except in dimension 0. Expected size 3 but got size 2 for tensor number 1",
                  torch_cat(TENSORS(torch_ones(SHAPE(1, 3)), torch_ones(SHAPE(1, 2))), 0));
     EXPECT_ERROR("stack expects each tensor to be equal size", torch_stack(TENSORS(torch_ones(SHAPE(2)), torch_ones(SHAPE(3))), 0));
+    Tensor *t8 = torch_ones(SHAPE(1, 1, 1, 1, 1, 1, 1, 2));
+    EXPECT_ERROR("stack: the result would have 9 dimensions; attention.c has at most 8", torch_stack(TENSORS(t8, t8), 0));
+    EXPECT_ERROR("unsqueeze: tensors have at most 8 dimensions", torch_unsqueeze(t8, 0));
+    EXPECT_ERROR("tensor: tensors have at most 8 dimensions, got 9", torch_zeros(SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1)));
     EXPECT_ERROR("tril: input tensor must have at least 2 dimensions", torch_tril(torch_ones(SHAPE(3)), 0));
     EXPECT_ERROR("linear: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)",
                  torch_linear(torch_ones(SHAPE(4, 3)), torch_ones(SHAPE(2, 5)), NULL));

@@ -176,12 +176,39 @@ START_TEST(test_bad_checkpoints_refused) {
     ck_assert_int_eq(run_command(cmd, &out), 1);
     ck_assert_msg(strstr(out, "--load") && strstr(out, "the file has F32"), "%s", out);
     free(out);
+    /* the same shapes, another head count: refused by the recorded sizes */
+    snprintf(cmd, sizeof cmd, "%s/train --steps 2 --context 8 --dim 8 --heads 2 --save %s/h2.safetensors >/dev/null 2>&1 && "
+             "%s/train --steps 1 --context 8 --dim 8 --heads 4 --load %s/h2.safetensors 2>&1", build_dir(), dir, build_dir(), dir);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "trained with --context 8 --dim 8 --heads 2; this run has --context 8 --dim 8 --heads 4"), "%s", out);
+    free(out);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     ck_assert_int_eq(system(cmd), 0);
     free(good);
     nn_free(&m->module);
     nn_free(&other->module);
     nn_free(&wide->module);
+}
+END_TEST
+
+/* Ctrl-C stops after the current step and saves it: nothing is lost. */
+START_TEST(test_interrupt_saves) {
+    char dir[] = "/tmp/ac_int_XXXXXX", cmd[512], *out;
+    ck_assert(mkdtemp(dir) != NULL);
+    snprintf(cmd, sizeof cmd, "timeout --preserve-status -s INT 2 %s/train --steps 1000000 --save %s/ck.safetensors 2>&1", build_dir(), dir);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    char *last = strstr(out, "train: interrupted after step ");
+    ck_assert_msg(last != NULL, "%s", out + (strlen(out) > 300 ? strlen(out) - 300 : 0));
+    long stopped = strtol(last + strlen("train: interrupted after step "), NULL, 10);
+    ck_assert(stopped > 0);
+    char path[300], err[256];
+    snprintf(path, sizeof path, "%s/ck.safetensors", dir);
+    safetensors_File f;
+    ck_assert_msg(safetensors_load(path, &f, err, sizeof err), "%s", err);
+    ck_assert_int_eq(strtol(safetensors_meta(&f, "step"), NULL, 10), stopped);
+    free(out);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
 }
 END_TEST
 
@@ -217,6 +244,7 @@ Suite *suite_train(void) {
     tcase_add_test(tc, test_same_loss_as_pytorch_other_flags);
     tcase_add_test(tc, test_resume_from_checkpoint);
     tcase_add_test(tc, test_bad_checkpoints_refused);
+    tcase_add_test(tc, test_interrupt_saves);
     tcase_add_test(tc, test_flags_and_builtin_text);
     suite_add_tcase(s, tc);
     return s;
