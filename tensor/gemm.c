@@ -136,10 +136,3 @@ void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const
              int64_t ldc, bool accumulate) {
     ac_gemm_strided(M, N, K, A, lda, 1, B, ldb, 1, C, ldc, accumulate);
 }
-void ac_transpose2d(const float *src, int64_t rows, int64_t cols, float *out) {
-    const int64_t T = 32; /* tiles keep both sides in cache */
-    for (int64_t i0 = 0; i0 < rows; i0 += T)
-        for (int64_t j0 = 0; j0 < cols; j0 += T)
-            for (int64_t i = i0; i < rows && i < i0 + T; i++)
-                for (int64_t j = j0; j < cols && j < j0 + T; j++) out[j * rows + i] = src[i * cols + j];
-}

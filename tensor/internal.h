@@ -81,7 +81,5 @@ void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,
  * (a transposed operand costs no copy). */
 void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                      int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate);
-/* out = src^T for a row-major [rows, cols] matrix. */
-void ac_transpose2d(const float *src, int64_t rows, int64_t cols, float *out);
 
 #endif
