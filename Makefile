@@ -61,8 +61,10 @@ deps:
 test-plain: $(B)/tests
 	AC_BUILD=$(B) ./$(B)/tests
 
+# the examples run inside the suite (article, train); bench's article workload here
 test-asan:
-	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests
+	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests build/asan/bench
+	ASAN_OPTIONS=detect_leaks=1 ./build/asan/bench article >/dev/null
 	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
 
 # valgrind over the test suite (each forked test exits non-zero on an error or
@@ -72,6 +74,7 @@ valgrind: $(B)/tests $(B)/article $(B)/train $(B)/bench
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
 	$(VG) ./$(B)/article >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
+	$(VG) ./$(B)/bench article >/dev/null
 
 run: $(B)/train
 	./$(B)/train
