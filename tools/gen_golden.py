@@ -198,13 +198,8 @@ class CausalAttention(nn.Module):
         return self.dropout(torch.softmax(s / self.d_out_kq**0.5, dim=-1)) @ values
 
 
-class CrossAttention(nn.Module):
-    def __init__(self, d_in, d_out_kq, d_out_v):
-        super().__init__()
-        self.d_out_kq = d_out_kq
-        self.W_query = nn.Parameter(torch.rand(d_in, d_out_kq))
-        self.W_key = nn.Parameter(torch.rand(d_in, d_out_kq))
-        self.W_value = nn.Parameter(torch.rand(d_in, d_out_v))
+class CrossAttention(SelfAttention):
+    """The article's CrossAttention: SelfAttention's parameters, queries from x_1, keys and values from x_2."""
 
     def forward(self, x_1, x_2):
         s = (x_1 @ self.W_query) @ (x_2 @ self.W_key).T
