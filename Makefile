@@ -70,7 +70,7 @@ test-asan:
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples
 VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
-valgrind: $(B)/tests $(B)/article $(B)/train $(B)/bench
+valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
 	$(VG) ./$(B)/article >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
