@@ -1,20 +1,29 @@
-/* index_select and embedding lookup: gather rows by int64 indices. The
+/* index_select, embedding lookup and a[idx]: gather rows by int64 indices. The
  * backward adds each gradient row into its source row, so a repeated index
  * receives the sum of its contributions. */
 #include <string.h>
 
 #include "internal.h"
 
-static void check_indices(Tensor *idx, int64_t limit, const char *op) {
+/* A contiguous int64 copy of idx, every index checked (negative ones wrapped when allowed). */
+static Tensor *checked_indices(Tensor *idx, int64_t limit, bool wrap_negative, const char *op) {
     ac_check_defined(idx, op);
     if (idx->dtype != AC_INT64)
         ac_error("%s: Expected tensor for argument #1 'indices' to have scalar type Long; but got %s instead",
                  op, ac_dtype_name(idx->dtype));
-    const int64_t *p = ac_materialize(idx)->data;
-    for (int64_t i = 0, n = torch_numel(idx); i < n; i++)
-        if (p[i] < 0 || p[i] >= limit)
-            ac_error("%s: index out of range in self (index %lld, valid range [0, %lld))", op,
-                     (long long)p[i], (long long)limit);
+    Tensor *c = ac_materialize(idx);
+    int64_t *p = c->data;
+    for (int64_t i = 0, n = torch_numel(idx); i < n; i++) {
+        if (wrap_negative && p[i] < 0 && p[i] >= -limit) p[i] += limit;
+        if (p[i] < 0 || p[i] >= limit) {
+            if (wrap_negative)
+                ac_error("%s: index %lld is out of bounds for dimension 0 with size %lld", op, (long long)p[i],
+                         (long long)limit);
+            ac_error("%s: index out of range in self (index %lld, valid range [0, %lld))", op, (long long)p[i],
+                     (long long)limit);
+        }
+    }
+    return c;
 }
 
 /* Gather: out[o, j, i] = a[o, idx[j], i] for a viewed as [outer, size, inner]. */
@@ -47,8 +56,7 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
     int64_t d = ac_wrap_dim(dim, a->ndim, "index_select");
     if (index && index->ndim > 1) ac_error("index_select: Index is supposed to be a vector (got %dD)", index->ndim);
     int64_t size = a->ndim ? a->shape[d] : 1;
-    check_indices(index, size, "index_select");
-    Tensor *idx = ac_materialize(index);
+    Tensor *idx = checked_indices(index, size, false, "index_select");
     int64_t cnt = torch_numel(idx), outer = 1, inner = 1, shape[AC_MAX_DIMS];
     for (int i = 0; i < a->ndim; i++) {
         if (i < d) outer *= a->shape[i];
@@ -68,9 +76,8 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
 Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
     ac_check_float(weight, "embedding");
     if (weight->ndim != 2) ac_error("embedding: 'weight' must be 2-D (got %s)", ac_shape_str(weight));
-    check_indices(indices, weight->shape[0], "embedding");
-    if (indices->ndim + 1 > AC_MAX_DIMS) ac_error("embedding: indices have too many dimensions");
-    Tensor *idx = ac_materialize(indices);
+    Tensor *idx = checked_indices(indices, weight->shape[0], false, "embedding");
+    if (idx->ndim + 1 > AC_MAX_DIMS) ac_error("embedding: indices have too many dimensions");
     int64_t cnt = torch_numel(idx), dim = weight->shape[1], shape[AC_MAX_DIMS];
     for (int i = 0; i < idx->ndim; i++) shape[i] = idx->shape[i];
     shape[idx->ndim] = dim;
@@ -80,6 +87,30 @@ Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
     if (n) {
         n->saved[0] = idx;
         n->i[0] = 1; n->i[1] = weight->shape[0]; n->i[2] = dim; n->i[3] = padding_idx;
+    }
+    return out;
+}
+
+/* a[idx]: indexing the first dim with an int64 tensor of any shape (negative
+ * indices count from the end); the result has shape idx.shape + a.shape[1:]. */
+Tensor *torch_index(Tensor *a, Tensor *index) {
+    ac_check_float(a, "index");
+    if (a->ndim == 0) ac_error("index: invalid index of a 0-dim tensor");
+    Tensor *idx = checked_indices(index, a->shape[0], true, "index");
+    if (idx->ndim + a->ndim - 1 > AC_MAX_DIMS) ac_error("index: the result would have too many dimensions");
+    int64_t inner = 1, shape[AC_MAX_DIMS];
+    int nd = 0;
+    for (int i = 0; i < idx->ndim; i++) shape[nd++] = idx->shape[i];
+    for (int i = 1; i < a->ndim; i++) {
+        shape[nd++] = a->shape[i];
+        inner *= a->shape[i];
+    }
+    Tensor *out = ac_new(AC_FLOAT32, nd, shape);
+    gather(ac_cdata(a), 1, a->shape[0], inner, idx->data, torch_numel(idx), out->data);
+    Node *n = AC_NODE("IndexBackward0", scatter_add_backward, out, a);
+    if (n) {
+        n->saved[0] = idx;
+        n->i[0] = 1; n->i[1] = a->shape[0]; n->i[2] = inner; n->i[3] = -1;
     }
     return out;
 }

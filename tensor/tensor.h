@@ -189,12 +189,14 @@ Tensor *torch_unsqueeze(Tensor *a, int64_t dim);     /* view */
 Tensor *torch_select(Tensor *a, int64_t dim, int64_t index);      /* a[i] / a[:, i], view */
 Tensor *torch_slice(Tensor *a, int64_t dim, int64_t start, int64_t end); /* a[s:e], view */
 Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index);
+Tensor *torch_index(Tensor *a, Tensor *index);       /* a[idx], idx an int64 tensor (IndexBackward0) */
 Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx); /* -1: none */
 Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *normalized_shape,
                          Tensor *weight, Tensor *bias, double eps);
 Tensor *torch_dropout(Tensor *x, double p, bool training);
 Tensor *torch_linear(Tensor *x, Tensor *weight, Tensor *bias); /* x @ W^T + b */
 Tensor *torch_cross_entropy(Tensor *logits, Tensor *target, int64_t ignore_index);
+Tensor *torch_nll_loss(Tensor *log_probs, Tensor *target, int64_t ignore_index);  /* F.nll_loss, mean */
 Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim);    /* int64, no grad */
 
 /* ---- autograd --------------------------------------------------------------- */

@@ -55,6 +55,12 @@ START_TEST(test_dim_and_index_errors) {
                  torch_embedding(torch_ones(SHAPE(5, 2)), torch_tensor_long((const int64_t[]){0, 5}, SHAPE(2)), -1));
     EXPECT_ERROR("index_select: index out of range in self (index -1",
                  torch_index_select(torch_ones(SHAPE(5, 2)), 0, torch_tensor_long((const int64_t[]){-1}, SHAPE(1))));
+    EXPECT_ERROR("index: index 3 is out of bounds for dimension 0 with size 3",
+                 torch_index(torch_ones(SHAPE(3, 2)), torch_tensor_long((const int64_t[]){0, 3}, SHAPE(2))));
+    EXPECT_ERROR("index: index -4 is out of bounds for dimension 0 with size 3",
+                 torch_index(torch_ones(SHAPE(3, 2)), torch_tensor_long((const int64_t[]){-4}, SHAPE(1))));
+    EXPECT_ERROR("nll_loss: Target 5 is out of bounds", torch_nll_loss(torch_ones(SHAPE(2, 5)),
+                 torch_tensor_long((const int64_t[]){1, 5}, SHAPE(2)), -100));
     EXPECT_ERROR("cross_entropy: Target 7 is out of bounds", torch_cross_entropy(torch_ones(SHAPE(2, 5)),
                  torch_tensor_long((const int64_t[]){1, 7}, SHAPE(2)), -100));
     EXPECT_ERROR("Expected input batch_size (2) to match target batch_size (3)",

@@ -257,6 +257,8 @@ FN(slice_neg, torch_slice(x[0], 0, -2, 100))
 FN(view_chain, torch_view(torch_contiguous(torch_transpose(torch_view(x[0], SHAPE(2, 3, 2, 2)), 1, 2)), SHAPE(2, 3, 4)))
 static Tensor *idx_tensor(void) { return torch_tensor_long((const int64_t[]){2, 0, 2, 3, 2}, SHAPE(5)); }
 FN(index_select0, torch_index_select(x[0], 0, idx_tensor()))
+static Tensor *idx_neg2d(void) { return torch_tensor_long((const int64_t[]){-1, 0, 3, -1, 1, 3}, SHAPE(3, 2)); }
+FN(index, torch_index(x[0], idx_neg2d())) /* x[idx]: repeats and negative indices */
 FN(index_select1, torch_index_select(x[0], 1, idx_tensor()))
 static Tensor *ids2d(void) { return torch_tensor_long((const int64_t[]){1, 4, 1, 0, 4, 4}, SHAPE(2, 3)); }
 FN(embedding, torch_embedding(x[0], ids2d(), -1))
@@ -281,6 +283,7 @@ START_TEST(test_grad_shape_ops) {
     CHECK(view_chain, IN(1, 2, 12));
     CHECK(index_select0, IN(1, 4, 3));
     CHECK(index_select1, IN(1, 2, 4));
+    CHECK(index, IN(1, 4, 3));
     CHECK(embedding, IN(1, 5, 3));
     /* padding_idx: PyTorch defines that row's gradient as zero (the output still reads it),
      * so the check is: row 4 gets 0, the other rows what the unpadded lookup gives them. */
@@ -304,6 +307,8 @@ static Tensor *dropout_fn(Tensor **x) {
 }
 static Tensor *targets(void) { return torch_tensor_long((const int64_t[]){1, 0, 4, -100, 2}, SHAPE(5)); }
 FN(cross_entropy, torch_cross_entropy(x[0], targets(), -100))
+FN(nll_loss, torch_nll_loss(torch_log_softmax(x[0], -1), targets(), -100))
+FN(nll_loss_raw, torch_nll_loss(x[0], targets(), -100))
 
 START_TEST(test_grad_nn_ops) {
     CHECK(linear2d, IN(1, 4, 3), IN(2, 5, 3), IN(3, 5));
@@ -313,6 +318,8 @@ START_TEST(test_grad_nn_ops) {
     CHECK(layer_norm2, IN(1, 2, 2, 3));
     CHECK(dropout, IN(1, 4, 5));
     CHECK(cross_entropy, IN(1, 5, 6));
+    CHECK(nll_loss, IN(1, 5, 6));
+    CHECK(nll_loss_raw, IN(1, 5, 6));
 }
 END_TEST
 
