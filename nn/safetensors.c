@@ -11,7 +11,16 @@
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
-static const char *dtype_tag(ac_dtype d) { return d == AC_FLOAT32 ? "F32" : d == AC_INT64 ? "I64" : "BOOL"; }
+/* safetensors' dtype names for every dtype attention.c stores */
+static const struct { ac_dtype dtype; const char *tag; } dtypes[] = {
+    {AC_FLOAT32, "F32"}, {AC_FLOAT64, "F64"}, {AC_INT64, "I64"}, {AC_INT32, "I32"}, {AC_BOOL, "BOOL"}};
+#define N_DTYPES (sizeof dtypes / sizeof *dtypes)
+
+static const char *dtype_tag(ac_dtype d) {
+    for (size_t i = 0; i < N_DTYPES; i++)
+        if (dtypes[i].dtype == d) return dtypes[i].tag;
+    return "?";
+}
 
 static bool host_little_endian(void) {
     const uint16_t one = 1;
@@ -71,7 +80,7 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
     }
     for (int i = 0; i < ts.n; i++) {
         const Tensor *t = ts.tensors[i];
-        size_t bytes = (size_t)torch_numel(t) * (t->dtype == AC_FLOAT32 ? 4 : t->dtype == AC_INT64 ? 8 : 1);
+        size_t bytes = (size_t)torch_numel(t) * ac_dtype_size(t->dtype);
         if (i || n_meta > 0) sputs(&h, ",");
         json_string(&h, ts.names[i]);
         sprintf_(&h, ":{\"dtype\":\"%s\",\"shape\":[", dtype_tag(t->dtype));
@@ -102,8 +111,7 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
         Tensor *t = ts.tensors[i];
         ac_mark m = ac_arena_mark();
         Tensor *c = torch_contiguous(torch_detach(t));
-        size_t bytes = (size_t)torch_numel(t) * (t->dtype == AC_FLOAT32 ? 4 : t->dtype == AC_INT64 ? 8 : 1);
-        size_t es = t->dtype == AC_FLOAT32 ? 4 : t->dtype == AC_INT64 ? 8 : 1;
+        size_t es = ac_dtype_size(t->dtype), bytes = (size_t)torch_numel(t) * es;
         ok = fwrite((const char *)c->data + (size_t)c->offset * es, 1, bytes, f) == bytes;
         ac_arena_release(m);
     }
@@ -284,12 +292,12 @@ bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t
             } while (lit(&c, ','));
             if (!lit(&c, '}')) FAIL("%s: corrupt entry for \"%s\" (expected '}')", path, name);
             if (nd < 0 || !have_off || !dtype[0]) FAIL("%s: entry \"%s\" lacks dtype, shape or data_offsets", path, name);
-            ac_dtype dt;
-            size_t es;
-            if (strcmp(dtype, "F32") == 0) { dt = AC_FLOAT32; es = 4; }
-            else if (strcmp(dtype, "I64") == 0) { dt = AC_INT64; es = 8; }
-            else if (strcmp(dtype, "BOOL") == 0) { dt = AC_BOOL; es = 1; }
-            else FAIL("%s: tensor \"%s\" has dtype %s; attention.c reads F32, I64 and BOOL", path, name, dtype);
+            size_t di = 0;
+            while (di < N_DTYPES && strcmp(dtype, dtypes[di].tag) != 0) di++;
+            if (di == N_DTYPES)
+                FAIL("%s: tensor \"%s\" has dtype %s; attention.c reads F32, F64, I64, I32 and BOOL", path, name, dtype);
+            ac_dtype dt = dtypes[di].dtype;
+            size_t es = ac_dtype_size(dt);
             uint64_t numel = 1;
             for (int d = 0; d < nd; d++) numel *= (uint64_t)shape[d];
             if (numel > ((uint64_t)1 << 40) || endo < begin || endo - begin != numel * es)

@@ -32,7 +32,6 @@ Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape,
                    const int64_t *stride, int64_t offset);  /* shares storage */
 void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t ac_shape_numel(int ndim, const int64_t *shape);
-size_t ac_dtype_size(ac_dtype d);
 const char *ac_dtype_name(ac_dtype d);
 
 /* Contiguous float data of t (t itself when contiguous, else a copy). */

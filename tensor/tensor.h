@@ -137,6 +137,7 @@ Tensor *torch_multinomial(Tensor *probs, int64_t num_samples, bool replacement);
 
 /* ---- shape and element access ---------------------------------------------- */
 int64_t torch_numel(const Tensor *t);
+size_t ac_dtype_size(ac_dtype d);                   /* bytes per element */
 int64_t torch_size(const Tensor *t, int64_t dim);     /* t.shape[dim] */
 bool torch_is_contiguous(const Tensor *t);
 float *torch_data_float(Tensor *t);                  /* contiguous float32 only */

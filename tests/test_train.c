@@ -119,6 +119,27 @@ START_TEST(test_bad_checkpoints_refused) {
     ck_assert_str_eq(safetensors_meta(&sf, "note"), "a \"quoted\" value");
     ck_assert(safetensors_copy_into(&sf, sd, NULL, true, err, sizeof err));
 
+    /* every dtype round-trips, value for value */
+    {
+        char rt[300];
+        snprintf(rt, sizeof rt, "%s/dtypes.safetensors", dir);
+        Tensor *all[] = {torch_tensor_double((const double[]){1.5, -2.25}, SHAPE(2)),
+                         torch_tensor_int((const int32_t[]){7, -8, 9}, SHAPE(3)),
+                         torch_tensor_long((const int64_t[]){1LL << 40}, SHAPE(1, 1)),
+                         torch_tensor_bool((const bool[]){true, false}, SHAPE(2)),
+                         torch_transpose(torch_reshape(torch_arange_float(0, 6, 1), SHAPE(2, 3)), 0, 1)};
+        const char *nm[] = {"f64", "i32", "i64", "bool", "f32_transposed"};
+        ck_assert_msg(safetensors_save(rt, (nn_TensorList){5, nm, all}, 0, NULL, err, sizeof err), "%s", err);
+        safetensors_File rf;
+        ck_assert_msg(safetensors_load(rt, &rf, err, sizeof err), "%s", err);
+        ck_assert_int_eq(rf.tensors.n, 5);
+        for (int i = 0; i < 5; i++) {
+            Tensor *got = safetensors_get(&rf, nm[i]);
+            ck_assert_msg(got && got->dtype == all[i]->dtype, "%s: dtype", nm[i]);
+            ck_assert_str_eq(torch_repr(got), torch_repr(all[i]));
+        }
+    }
+
     /* a different model to load into: its weights must survive every refusal */
     torch_manual_seed(2);
     nn_ToyLM *other = nn_ToyLM_new(10, 8, 8, 2);

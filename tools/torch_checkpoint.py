@@ -20,7 +20,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, '..', '..', 'shared', 'pytorch'))
 from toy_lm import ToyLM  # noqa: E402
 
-DTYPES = {'F32': (torch.float32, 4), 'I64': (torch.int64, 8), 'BOOL': (torch.bool, 1)}
+DTYPES = {'F32': (torch.float32, 4), 'F64': (torch.float64, 8), 'I64': (torch.int64, 8), 'I32': (torch.int32, 4),
+          'BOOL': (torch.bool, 1)}
 
 
 def load(path):
