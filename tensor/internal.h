@@ -47,8 +47,8 @@ char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */
  * off or no input requires grad; else marks out as requiring grad. */
 Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs);
 #define AC_NODE(name, fn, out, ...) ac_node(name, fn, out, TENSORS(__VA_ARGS__))
-bool ac_needs_grad(const Tensor *t);
-void ac_autograd_recover(void);             /* after an error: back to the user's mode */        /* input wants a gradient */
+bool ac_needs_grad(const Tensor *t);        /* input wants a gradient */
+void ac_autograd_recover(void);             /* after an error: back to the user's mode */
 void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 

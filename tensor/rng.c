@@ -99,7 +99,8 @@ static void fill16(float *p, float mean, float std) {
     }
 }
 
-static void check_float_contig(Tensor *t, const char *op) {
+/* In-place draws: float32 only, and not into a leaf that requires grad (as PyTorch). */
+static void check_inplace_float(Tensor *t, const char *op) {
     ac_check_float(t, op);
     if (t->requires_grad && !t->grad_fn && torch_is_grad_enabled())
         ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
@@ -118,7 +119,7 @@ static void check_float_contig(Tensor *t, const char *op) {
     } while (0)
 
 Tensor *torch_uniform_(Tensor *t, double from, double to) {
-    check_float_contig(t, "uniform_");
+    check_inplace_float(t, "uniform_");
     if (!(from <= to))
         ac_error("uniform_: expects to return a [from, to) range, but found from=%g > to=%g", from, to);
     torch_Generator *g = gen();
@@ -129,7 +130,7 @@ Tensor *torch_uniform_(Tensor *t, double from, double to) {
 }
 
 Tensor *torch_normal_(Tensor *t, double mean, double std) {
-    check_float_contig(t, "normal_");
+    check_inplace_float(t, "normal_");
     if (!(std >= 0.0)) ac_error("normal_: expects std >= 0.0, but found std %g", std);
     torch_Generator *g = gen();
     int64_t n = torch_numel(t);
@@ -148,7 +149,7 @@ Tensor *torch_normal_(Tensor *t, double mean, double std) {
 }
 
 Tensor *torch_bernoulli_(Tensor *t, double p) {
-    check_float_contig(t, "bernoulli_");
+    check_inplace_float(t, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: expects p to be in [0, 1], but got p=%g", p);
     torch_Generator *g = gen();
     FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
@@ -156,7 +157,7 @@ Tensor *torch_bernoulli_(Tensor *t, double p) {
 }
 
 Tensor *torch_exponential_(Tensor *t, double lambd) {
-    check_float_contig(t, "exponential_");
+    check_inplace_float(t, "exponential_");
     if (!(lambd > 0.0)) ac_error("exponential_: expects lambda > 0.0, but found lambda=%g", lambd);
     torch_Generator *g = gen();
     FOR_EACH_ELEMENT(t, q, { *q = (float)(-1.0 / lambd * log(1.0 - u01d(g))); });
