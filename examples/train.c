@@ -309,18 +309,19 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
     int64_t ctx = model->context_length, cap = (int64_t)strlen(prompt) + n + 1, len = 0;
     int64_t *ids = malloc(sizeof(int64_t) * (size_t)cap);
     if (!ids) return;
-    for (const unsigned char *p = (const unsigned char *)prompt; *p;) { /* encode the prompt */
-        uint32_t cp = *p;
-        int k = 1;
-        if (cp >= 0x80) {
-            k = (cp & 0xE0) == 0xC0 ? 2 : (cp & 0xF0) == 0xE0 ? 3 : 4;
-            cp &= 0x3F >> (k - 1);
-            for (int i = 1; i < k && p[i]; i++) cp = (cp << 6) | (p[i] & 0x3F);
+    size_t plen = strlen(prompt);
+    for (size_t at = 0; at < plen;) { /* encode the prompt */
+        uint32_t cp;
+        int k = chartext_utf8_next(prompt + at, plen - at, &cp);
+        if (k == 0) {
+            fprintf(stderr, "train: --prompt: invalid UTF-8 at byte %zu, skipped\n", at);
+            at++;
+            continue;
         }
         int64_t id = chartext_encode_char(ct, cp);
         if (id >= 0) ids[len++] = id;
-        else fprintf(stderr, "train: --prompt: '%.*s' is not in the training text's vocabulary, skipped\n", k, p);
-        for (int i = 0; i < k && *p; i++) p++;
+        else fprintf(stderr, "train: --prompt: '%.*s' is not in the training text's vocabulary, skipped\n", k, prompt + at);
+        at += (size_t)k;
     }
     if (len == 0) ids[len++] = 0;
     nn_eval(&model->module);

@@ -40,8 +40,9 @@ static int cmp_u32(const void *a, const void *b) {
     return x < y ? -1 : x > y;
 }
 
-/* One UTF-8 sequence at s (len bytes left); returns its length, 0 if invalid. */
-static int utf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
+int chartext_utf8_next(const char *str, size_t len, uint32_t *cp) {
+    const unsigned char *s = (const unsigned char *)str;
+    if (len == 0) return 0;
     if (s[0] < 0x80) { *cp = s[0]; return 1; }
     int n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
     if (n == 0 || (size_t)n > len) return 0;
@@ -62,7 +63,7 @@ bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_
     if (!cps) ac_error("chartext: out of memory");
     int64_t n = 0;
     for (size_t i = 0; i < len;) {
-        int k = utf8_next((const unsigned char *)bytes + i, len - i, &cps[n]);
+        int k = chartext_utf8_next(bytes + i, len - i, &cps[n]);
         if (k == 0) {
             snprintf(err, errlen, "invalid UTF-8 at byte %zu", i);
             free(cps);

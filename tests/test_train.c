@@ -240,6 +240,13 @@ START_TEST(test_flags_and_builtin_text) {
     ck_assert_int_eq(run_command(cmd, &out), 0);
     ck_assert_msg(strstr(out, "step 3 loss ") && strstr(out, "--- sample ---\nThe "), "%s", out);
     free(out);
+    /* a prompt with an invalid byte and a character the text never has: both skipped, with a message */
+    snprintf(cmd, sizeof cmd, "%s/train --steps 1 --sample 5 --prompt \"$(printf 'Th\\377e\\303\\251')\" 2>&1", b);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "--prompt: invalid UTF-8 at byte 2, skipped") &&
+                  strstr(out, "--prompt: '\303\251' is not in the training text's vocabulary, skipped") &&
+                  strstr(out, "--- sample ---\nThe"), "%s", out);
+    free(out);
     struct { const char *flags; int rc; const char *msg; } bad[] = {
         {"--dim 10 --heads 4", 2, "--dim (10) must be divisible by --heads (4)"},
         {"--steps -1", 2, "--steps expects an integer >= 0, got '-1'"},
