@@ -8,15 +8,15 @@ OPT     ?= -O3 -g
 # the sums stop matching PyTorch bit for bit. Never -ffast-math: it breaks -inf.
 STD     := -std=c11 -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-INC     := -Itensor -Inn -Ioptim
+INC     := -Itensor -Inn -Ioptim -Iviz
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
 LDLIBS  := -lm
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -pthread -lm)
 
-LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c))
-HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h)
+LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c viz/*.c))
+HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h viz/*.h)
 EXAMPLES := article train bench
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
@@ -35,7 +35,15 @@ $(B)/libattention.a: $(LIB_OBJ)
 	ar rcs $@ $^
 
 $(B)/%: examples/%.c $(B)/libattention.a
-	$(CC) $(CFLAGS_ALL) $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS_ALL) -I$(B)/gen $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
+
+# the reader's page is built from the article's own source text
+$(B)/article: $(B)/gen/article_sources.h
+$(B)/gen/article_sources.h: examples/article.c nn/attention.c tools/embed_source.c
+	@mkdir -p $(dir $@)
+	$(CC) -O1 tools/embed_source.c -o $(B)/embed_source
+	{ ./$(B)/embed_source article_c_source examples/article.c && \
+	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a $(B)/article $(B)/train
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)

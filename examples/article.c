@@ -2,7 +2,15 @@
  * Attention, Causal-Attention, and Cross-Attention in LLMs" (2024), every code
  * block in its order, in C. Each statement carries the Python line it
  * reproduces; ./build/article prints exactly what the article's code prints
- * (../shared/pytorch/article_expected.txt). */
+ * (../shared/pytorch/article_expected.txt).
+ *
+ *   ./build/article                 the article's printouts
+ *   ./build/article --svg DIR       also its attention weights as heatmaps and the SelfAttention graph
+ *   ./build/article --html FILE     the reader's page: the Python beside this C, outputs and pictures
+ *
+ * The page is built from this file's own text (embedded by make), so it cannot
+ * drift from the code: section() starts a block, picture_*() lines draw, and
+ * the trailing comment of every other line is the Python it reproduces. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,10 +19,18 @@
 #include "nn.h"
 #include "tensor.h"
 
+/* Pictures and the page (below main); in a plain run they do nothing. */
+static void section(const char *title, const char *classes);
+static void picture_heatmap(const char *file, const char *caption, Tensor *w, char *const *queries,
+                            char *const *keys);
+static void picture_graph(const char *file, const char *caption, Tensor *y, nn_Module *m);
+static void picture_heads(const char *file, const char *caption, nn_MultiHeadAttentionWrapper *mha,
+                          char *const *words);
+
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
-int main(void) {
-    /* ---- Embedding an input sentence ------------------------------------------------------ */
+static void article(void) {
+    section("Embedding an input sentence", NULL);
     const char *sentence = "Life is short, eat dessert first";      // sentence = 'Life is short, eat dessert first'
     char words_buf[64], *words[8] = {0};                                // sentence.replace(',', '').split()
     int n_words = 0;
@@ -40,7 +56,7 @@ int main(void) {
     torch_print(embedded_sentence);                                 // print(embedded_sentence)
     torch_print_shape(embedded_sentence);                           // print(embedded_sentence.shape)
 
-    /* ---- Defining the weight matrices ------------------------------------------------------ */
+    section("Defining the weight matrices", NULL);
     torch_manual_seed(123);                                         // torch.manual_seed(123)
     int64_t d = torch_size(embedded_sentence, 1);                   // d = embedded_sentence.shape[1]
     int64_t d_q = 2, d_k = 2, d_v = 4;                              // d_q, d_k, d_v = 2, 2, 4
@@ -48,7 +64,7 @@ int main(void) {
     Tensor *W_key = nn_Parameter(torch_rand(SHAPE(d, d_k)));        // W_key = torch.nn.Parameter(torch.rand(d, d_k))
     Tensor *W_value = nn_Parameter(torch_rand(SHAPE(d, d_v)));      // W_value = torch.nn.Parameter(torch.rand(d, d_v))
 
-    /* ---- Computing the unnormalized attention weights ---------------------------------------- */
+    section("Computing the unnormalized attention weights", NULL);
     Tensor *x_2 = torch_select(embedded_sentence, 0, 1);            // x_2 = embedded_sentence[1]
     Tensor *query_2 = torch_matmul(x_2, W_query);                   // query_2 = x_2 @ W_query
     Tensor *key_2 = torch_matmul(x_2, W_key);                       // key_2 = x_2 @ W_key
@@ -64,22 +80,27 @@ int main(void) {
     torch_print(omega_24);                                          // print(omega_24)
     Tensor *omega_2 = torch_matmul(query_2, torch_T(keys));         // omega_2 = query_2 @ keys.T
     torch_print(omega_2);                                           // print(omega_2)
+    picture_heatmap("omega_2", "omega_2: unnormalized scores of the query \"is\"", omega_2, (char *[]){"is"}, words);
 
-    /* ---- Computing the attention weights ------------------------------------------------------ */
+
+    section("Computing the attention weights", NULL);
     Tensor *attention_weights_2 =                                   // attention_weights_2 =
         torch_softmax(torch_div_scalar(omega_2, pow((double)d_k, 0.5)), 0); // F.softmax(omega_2 / d_k**0.5, dim=0)
     torch_print(attention_weights_2);                               // print(attention_weights_2)
+    picture_heatmap("attention_weights_2", "attention_weights_2: softmax(omega_2 / sqrt(d_k))", attention_weights_2, (char *[]){"is"}, words);
     Tensor *context_vector_2 = torch_matmul(attention_weights_2, values); // context_vector_2 = attention_weights_2 @ values
     torch_print_shape(context_vector_2);                            // print(context_vector_2.shape)
     torch_print(context_vector_2);                                  // print(context_vector_2)
 
-    /* ---- Self-attention as a class ------------------------------------------------------------ */
+    section("Self-attention as a class", "nn_SelfAttention_new qkv_params nn_SelfAttention_forward");
     torch_manual_seed(123);                                         // torch.manual_seed(123)
     int64_t d_in = 3, d_out_kq = 2, d_out_v = 4;                    // d_in, d_out_kq, d_out_v = 3, 2, 4
     nn_SelfAttention *sa = nn_SelfAttention_new(d_in, d_out_kq, d_out_v); // sa = SelfAttention(d_in, d_out_kq, d_out_v)
     torch_print(nn_SelfAttention_forward(sa, embedded_sentence));   // print(sa(embedded_sentence))
+    picture_heatmap("selfattention_weights", "sa: attention weights (query rows, key columns)", sa->last_attn_weights, words, words);
+    picture_graph("selfattention_graph", "the graph backward() walks for sa(embedded_sentence)", nn_SelfAttention_forward(sa, embedded_sentence), &sa->module);
 
-    /* ---- Multi-head attention --------------------------------------------------------------- */
+    section("Multi-head attention", "nn_MultiHeadAttentionWrapper_new nn_MultiHeadAttentionWrapper_forward");
     torch_manual_seed(123);                                         // torch.manual_seed(123)
     d_in = 3, d_out_kq = 2, d_out_v = 1;                            // d_in, d_out_kq, d_out_v = 3, 2, 1
     nn_SelfAttention *sa1 = nn_SelfAttention_new(d_in, d_out_kq, d_out_v); // sa = SelfAttention(d_in, d_out_kq, d_out_v)
@@ -90,8 +111,9 @@ int main(void) {
     Tensor *context_vecs = nn_MultiHeadAttentionWrapper_forward(mha, embedded_sentence); // context_vecs = mha(embedded_sentence)
     torch_print(context_vecs);                                      // print(context_vecs)
     printf("context_vecs.shape: %s\n", torch_size_str(context_vecs)); // print("context_vecs.shape:", context_vecs.shape)
+    picture_heads("mha_heads", "mha: the attention weights of each of the 4 heads", mha, words);
 
-    /* ---- Causal self-attention ------------------------------------------------------------------ */
+    section("Causal self-attention", NULL);
     torch_manual_seed(123);                                         // torch.manual_seed(123)
     d_in = 3, d_out_kq = 2, d_out_v = 4;                            // d_in, d_out_kq, d_out_v = 3, 2, 4
     Tensor *W_query2 = nn_Parameter(torch_rand(SHAPE(d_in, d_out_kq))); // W_query = nn.Parameter(torch.rand(d_in, d_out_kq))
@@ -104,9 +126,11 @@ int main(void) {
     Tensor *attn_scores = torch_matmul(queries, torch_T(keys));     // attn_scores = queries @ keys.T
     torch_print(attn_scores);                                       // print(attn_scores)
     torch_print_shape(attn_scores);                                 // print(attn_scores.shape)
+    picture_heatmap("causal_scores", "attn_scores (unnormalized)", attn_scores, words, words);
     Tensor *attn_weights =                                          // attn_weights =
         torch_softmax(torch_div_scalar(attn_scores, pow((double)d_out_kq, 0.5)), 1); // torch.softmax(attn_scores / d_out_kq**0.5, dim=1)
     torch_print(attn_weights);                                      // print(attn_weights)
+    picture_heatmap("causal_weights_before_mask", "attn_weights before masking", attn_weights, words, words);
     int64_t block_size = torch_size(attn_scores, 0);                // block_size = attn_scores.shape[0]
     Tensor *mask_simple = torch_tril(torch_ones(SHAPE(block_size, block_size)), 0); // mask_simple = torch.tril(torch.ones(block_size, block_size))
     torch_print(mask_simple);                                       // print(mask_simple)
@@ -115,13 +139,16 @@ int main(void) {
     Tensor *row_sums = torch_sum_dim(masked_simple, SHAPE(1), true); // row_sums = masked_simple.sum(dim=1, keepdim=True)
     Tensor *masked_simple_norm = torch_div(masked_simple, row_sums); // masked_simple_norm = masked_simple / row_sums
     torch_print(masked_simple_norm);                                // print(masked_simple_norm)
+    picture_heatmap("masked_simple_norm", "masked_simple_norm: masked after the softmax, renormalized", masked_simple_norm, words, words);
     Tensor *mask = torch_triu(torch_ones(SHAPE(block_size, block_size)), 1); // mask = torch.triu(torch.ones(block_size, block_size), diagonal=1)
     Tensor *masked = torch_masked_fill(attn_scores, torch_to_bool(mask), -INFINITY); // masked = attn_scores.masked_fill(mask.bool(), -torch.inf)
     torch_print(masked);                                            // print(masked)
+    picture_heatmap("causal_masked_scores", "masked: -inf above the diagonal", masked, words, words);
     attn_weights = torch_softmax(torch_div_scalar(masked, pow((double)d_out_kq, 0.5)), 1); // attn_weights = torch.softmax(masked / d_out_kq**0.5, dim=1)
     torch_print(attn_weights);                                      // print(attn_weights)
+    picture_heatmap("causal_weights", "causal attn_weights: each word looks only back", attn_weights, words, words);
 
-    /* ---- Cross-attention (the bonus section) ---------------------------------------------------- */
+    section("Cross-attention (the bonus section)", "nn_CrossAttention_new nn_CrossAttention_forward");
     torch_manual_seed(123);                                         // torch.manual_seed(123)
     d_in = 3, d_out_kq = 2, d_out_v = 4;                            // d_in, d_out_kq, d_out_v = 3, 2, 4
     nn_CrossAttention *crossattn = nn_CrossAttention_new(d_in, d_out_kq, d_out_v); // crossattn = CrossAttention(d_in, d_out_kq, d_out_v)
@@ -133,8 +160,9 @@ int main(void) {
         nn_CrossAttention_forward(crossattn, first_input, second_input); // crossattn(first_input, second_input)
     torch_print(context_vectors);                                   // print(context_vectors)
     printf("Output shape: %s\n", torch_size_str(context_vectors));  // print("Output shape:", context_vectors.shape)
+    picture_heatmap("cross_attention_weights", "crossattn: queries from first_input, keys from the 8 rows of second_input", crossattn->last_attn_weights, words, NULL);
 
-    /* Long-lived objects are freed by their owners; the arena in one call. */
+    section("Cleaning up (C only: Python's garbage collector does this)", NULL);
     nn_free(&embed->module);
     nn_free(&sa->module);
     nn_free(&sa1->module);
@@ -142,6 +170,296 @@ int main(void) {
     nn_free(&crossattn->module);
     torch_free(W_query), torch_free(W_key), torch_free(W_value);
     torch_free(W_query2), torch_free(W_key2), torch_free(W_value2);
+}
+
+
+/* ==== pictures and the reader's page ============================================================== */
+#include <errno.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "article_sources.h" /* article_c_source, attention_c_source: generated by make from the sources */
+#include "viz.h"
+
+#define MAX_SECTIONS 16
+#define MAX_FIGURES 16
+typedef struct {
+    const char *title, *classes;
+    long out_begin;                          /* offset of its first printed byte in the captured stdout */
+    int n_fig;
+    char *svg[MAX_FIGURES], *caption[MAX_FIGURES];
+} Section;
+
+static struct {
+    const char *svg_dir; /* --svg DIR */
+    bool html;           /* --html FILE: sections record their output and pictures */
+    int n;
+    Section s[MAX_SECTIONS];
+} pic;
+
+static void section(const char *title, const char *classes) {
+    if (!pic.html) return;
+    if (pic.n == MAX_SECTIONS) {
+        fprintf(stderr, "article: more than %d sections\n", MAX_SECTIONS);
+        exit(1);
+    }
+    fflush(stdout);
+    pic.s[pic.n++] = (Section){.title = title, .classes = classes, .out_begin = (long)lseek(1, 0, SEEK_CUR)};
+}
+
+typedef struct { Tensor *t; const ac_heatmap_opts *o; nn_TensorList names; bool dot; } Draw;
+static bool draw_heatmap(FILE *f, void *u) { return ac_heatmap_svg(f, ((Draw *)u)->t, ((Draw *)u)->o); }
+static bool draw_graph(FILE *f, void *u) {
+    Draw *d = u;
+    return d->dot ? ac_graph_dot(f, d->t, d->names) : ac_graph_svg(f, d->t, d->names);
+}
+
+/* Draws into DIR/file.ext (--svg) and into the current section (--html). */
+static void picture(const char *file, const char *ext, const char *caption, bool (*draw)(FILE *, void *), void *u) {
+    if (pic.svg_dir) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.%s", pic.svg_dir, file, ext);
+        if (!ac_write_file_atomic(path, draw, u)) {
+            fprintf(stderr, "article: cannot write %s: %s\n", path, strerror(errno));
+            exit(1);
+        }
+    }
+    if (pic.html && pic.n > 0 && strcmp(ext, "svg") == 0) {
+        Section *s = &pic.s[pic.n - 1];
+        FILE *f = tmpfile();
+        if (!f || s->n_fig == MAX_FIGURES || !draw(f, u)) {
+            fprintf(stderr, "article: cannot draw %s\n", file);
+            exit(1);
+        }
+        long n = ftell(f);
+        char *text = malloc((size_t)n + 1);
+        rewind(f);
+        if (!text || fread(text, 1, (size_t)n, f) != (size_t)n) {
+            fprintf(stderr, "article: cannot draw %s\n", file);
+            exit(1);
+        }
+        text[n] = 0;
+        fclose(f);
+        s->svg[s->n_fig] = text;
+        s->caption[s->n_fig++] = strdup(caption);
+    }
+}
+
+static void picture_heatmap(const char *file, const char *caption, Tensor *w, char *const *queries,
+                            char *const *keys) {
+    if (!pic.svg_dir && !pic.html) return;
+    ac_heatmap_opts o = {.title = caption, .row_labels = (const char *const *)queries,
+                         .col_labels = (const char *const *)keys, .show_values = -1};
+    picture(file, "svg", caption, draw_heatmap, &(Draw){.t = w, .o = &o});
+}
+
+static void picture_heads(const char *file, const char *caption, nn_MultiHeadAttentionWrapper *mha,
+                          char *const *words) {
+    if (!pic.svg_dir && !pic.html) return;
+    int n = nn_ModuleList_len(mha->heads);
+    Tensor **w = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
+    for (int h = 0; h < n; h++) w[h] = ((nn_SelfAttention *)nn_ModuleList_get(mha->heads, h))->last_attn_weights;
+    picture_heatmap(file, caption, torch_stack(n, w, 0), words, words);
+}
+
+static void picture_graph(const char *file, const char *caption, Tensor *y, nn_Module *m) {
+    if (!pic.svg_dir && !pic.html) return;
+    Draw d = {.t = y, .names = nn_named_parameters(m)};
+    picture(file, "svg", caption, draw_graph, &d);
+    d.dot = true;
+    picture(file, "dot", caption, draw_graph, &d);
+}
+
+/* ---- the page: this file's article() split at its section() lines ------------------------------------ */
+
+typedef struct { int n, cap; ac_code_row *rows; } Rows;
+
+static void push_row(Rows *r, ac_code_row row) {
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 64;
+        r->rows = realloc(r->rows, sizeof(ac_code_row) * (size_t)r->cap);
+        if (!r->rows) {
+            fprintf(stderr, "article: out of memory\n");
+            exit(1);
+        }
+    }
+    r->rows[r->n++] = row;
+}
+
+static const char *skip_blanks(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+/* The common indentation of the C column goes, as a reader expects. */
+static void dedent(Rows *r) {
+    size_t min = (size_t)-1;
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].c[0]) {
+            size_t k = (size_t)(skip_blanks(r->rows[i].c) - r->rows[i].c);
+            if (k < min) min = k;
+        }
+    for (int i = 0; min != (size_t)-1 && i < r->n; i++)
+        if (r->rows[i].c[0]) memmove((char *)r->rows[i].c, r->rows[i].c + min, strlen(r->rows[i].c + min) + 1);
+}
+
+/* Rows of the lines from `from` up to (not including) the line that starts with `stop`
+ * at column 0, or, when section is set, the next section() line; comment-only lines,
+ * blank lines and picture_ lines are left out. Returns where it stopped. */
+static const char *collect(const char *from, bool sections, Rows *r) {
+    const char *p = from;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        if (!e) e = p + strlen(p);
+        const char *t = skip_blanks(p);
+        if (p[0] == '}' || (sections && strncmp(t, "section(", 8) == 0)) return p;
+        bool skip = t == e || strncmp(t, "/*", 2) == 0 || strncmp(t, "//", 2) == 0 || strncmp(t, "* ", 2) == 0 ||
+                    strncmp(t, "*/", 2) == 0 || strncmp(t, "picture_", 8) == 0;
+        if (!skip) push_row(r, ac_split_line(p, (size_t)(e - p)));
+        p = *e ? e + 1 : e;
+    }
+    return p;
+}
+
+/* The definition of function `name` in src: the line that starts at column 0
+ * and names it before a "{" (not a ";"), through the "}" at column 0. */
+static void function_rows(const char *src, const char *name, Rows *r) {
+    size_t n = strlen(name);
+    for (const char *p = src; (p = strstr(p, name)) != NULL; p += n) {
+        const char *bol = p;
+        while (bol > src && bol[-1] != '\n') bol--;
+        if (p[n] != '(' || *bol == ' ' || *bol == '/' || *bol == '*') continue;
+        size_t until = strcspn(p, "{;");
+        if (p[until] != '{') continue; /* a declaration */
+        collect(bol, false, r);
+        push_row(r, ac_split_line("}", 1));
+        return;
+    }
+    fprintf(stderr, "article: %s not found in nn/attention.c\n", name);
+    exit(1);
+}
+
+static void write_page(FILE *f, const char *out, size_t out_len) {
+    ac_page_begin(f, "Self-attention, multi-head, causal and cross-attention: the article's Python beside C",
+                  "<p>Every code block of Sebastian Raschka's article <a "
+                  "href=\"https://magazine.sebastianraschka.com/p/understanding-and-coding-self-attention\"><i>Understanding "
+                  "and Coding Self-Attention, Multi-Head Attention, Causal-Attention, and Cross-Attention in LLMs</i></a> "
+                  "in its order: the Python on the left, <b>attention.c</b> on the right, row for row, and below them what "
+                  "both print, byte for byte the same. The C column is <code>examples/article.c</code> itself (and "
+                  "<code>nn/attention.c</code> for the classes), so it cannot drift from the code. Made by "
+                  "<code>./build/article --html FILE</code>; no script, no network.</p>");
+    const char *ids[MAX_SECTIONS], *titles[MAX_SECTIONS];
+    char idbuf[MAX_SECTIONS][16];
+    for (int i = 0; i < pic.n; i++) {
+        snprintf(idbuf[i], sizeof idbuf[i], "s%d", i + 1);
+        ids[i] = idbuf[i], titles[i] = pic.s[i].title;
+    }
+    ac_page_toc(f, pic.n, ids, titles);
+    const char *body = strstr(article_c_source, "\nstatic void article(void) {\n");
+    if (!body) {
+        fprintf(stderr, "article: article() not found in its own source\n");
+        exit(1);
+    }
+    const char *p = strstr(body, "section(");
+    for (int i = 0; i < pic.n; i++) {
+        Section *s = &pic.s[i];
+        char title[160];
+        snprintf(title, sizeof title, "%d. %s", i + 1, s->title);
+        ac_page_section_begin(f, ids[i], title);
+        Rows r = {0};
+        p = collect(strchr(p, '\n') + 1, true, &r);
+        dedent(&r);
+        ac_page_code(f, NULL, "Python (the article)", "C (examples/article.c)", r.n, r.rows);
+        ac_code_rows_free(r.n, r.rows);
+        if (s->classes) { /* the classes the section defines, from nn/attention.c */
+            char names[256];
+            snprintf(names, sizeof names, "%s", s->classes);
+            Rows cr = {0};
+            for (char *nm = strtok(names, " "); nm; nm = strtok(NULL, " ")) function_rows(attention_c_source, nm, &cr);
+            char cap[160];
+            snprintf(cap, sizeof cap, "The class in nn/attention.c (%s)", s->classes);
+            ac_page_code(f, cap, "Python (the article's class)", "C (nn/attention.c)", cr.n, cr.rows);
+            ac_code_rows_free(cr.n, cr.rows);
+        }
+        long end = i + 1 < pic.n ? pic.s[i + 1].out_begin : (long)out_len;
+        if (end > s->out_begin) ac_page_output(f, out + s->out_begin, (size_t)(end - s->out_begin));
+        ac_page_figures(f, s->n_fig, (const char *const *)s->svg, (const char *const *)s->caption);
+        for (int k = 0; k < s->n_fig; k++) free(s->svg[k]), free(s->caption[k]);
+        ac_page_section_end(f);
+        if (*p == '}') break;
+    }
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The outputs above come from running the C; "
+                   "<code>../shared/pytorch/article_expected.txt</code> is PyTorch's, and a test checks they are identical.</p>");
+}
+
+static void usage(FILE *f) {
+    fprintf(f, "usage: article [--svg DIR] [--html FILE]\n"
+               "Runs every code block of the article in C and prints what the article's Python prints.\n"
+               "  --svg DIR     also write the attention weights as heatmaps and the SelfAttention graph\n"
+               "                (DIR/*.svg, and DIR/selfattention_graph.dot for Graphviz); DIR is created\n"
+               "  --html FILE   write the reader's page: each code block's Python beside this C, its output\n"
+               "                and its pictures, one self-contained HTML file (no script, no network)\n"
+               "  --help        this text\n"
+               "example: ./build/article --html article.html && chromium article.html\n");
+}
+
+int main(int argc, char **argv) {
+    const char *html = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc) {
+            pic.svg_dir = argv[++i];
+        } else if (strcmp(argv[i], "--html") == 0 && i + 1 < argc) {
+            html = argv[++i];
+        } else {
+            fprintf(stderr, "article: %s: unknown flag or missing value\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (pic.svg_dir && mkdir(pic.svg_dir, 0777) != 0 && errno != EEXIST) {
+        fprintf(stderr, "article: cannot create %s: %s\n", pic.svg_dir, strerror(errno));
+        return 1;
+    }
+    if (!html) {
+        article();
+        ac_shutdown();
+        return 0;
+    }
+    /* --html: run the article with stdout going to a temporary file, so that
+     * each section knows where its output starts; then print it as usual. */
+    FILE *page = fopen(html, "wb");
+    FILE *cap = tmpfile();
+    int saved = dup(1);
+    if (!page || !cap || saved < 0) {
+        fprintf(stderr, "article: cannot write %s: %s\n", html, strerror(errno));
+        return 1;
+    }
+    fflush(stdout);
+    dup2(fileno(cap), 1);
+    pic.html = true;
+    article();
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    long n = lseek(fileno(cap), 0, SEEK_END);
+    char *out = malloc((size_t)n + 1);
+    rewind(cap);
+    if (!out || fread(out, 1, (size_t)n, cap) != (size_t)n) {
+        fprintf(stderr, "article: cannot read back the output\n");
+        return 1;
+    }
+    fclose(cap);
+    fwrite(out, 1, (size_t)n, stdout);
+    write_page(page, out, (size_t)n);
+    free(out);
+    bool ok = !ferror(page);
+    if (fclose(page) != 0 || !ok) {
+        fprintf(stderr, "article: writing %s failed\n", html);
+        return 1;
+    }
     ac_shutdown();
     return 0;
 }

@@ -159,17 +159,33 @@ static void matmul(void) {
     print_line("matmul", f);
 }
 
+static void usage(FILE *f) {
+    fprintf(f, "usage: bench [WORKLOAD ...]   (default: all four)\n"
+               "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
+               "  article     forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
+               "  train-tiny  one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
+               "  train-base  the same with T=128 B=16 d=256 H=8 (ms/step)\n"
+               "  matmul      (a @ b).sum().backward() for square n = 128..1024 (GFLOP/s, 6 n^3 per step)\n"
+               "Compare with PyTorch in the same sitting (ratios, not absolute times), for example:\n"
+               "  ./build/bench train-base; python3 ../shared/pytorch/workloads.py train-base\n");
+}
+
 int main(int argc, char **argv) {
     const char *all[] = {"article", "train-tiny", "train-base", "matmul"};
     int n = argc > 1 ? argc - 1 : 4;
     for (int i = 0; i < n; i++) {
         const char *w = argc > 1 ? argv[i + 1] : all[i];
+        if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0) {
+            usage(stdout);
+            return 0;
+        }
         if (strcmp(w, "article") == 0) article();
         else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50);
         else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10);
         else if (strcmp(w, "matmul") == 0) matmul();
         else {
-            fprintf(stderr, "bench: unknown workload '%s' (article, train-tiny, train-base, matmul)\n", w);
+            fprintf(stderr, "bench: unknown workload '%s'\n", w);
+            usage(stderr);
             return 2;
         }
     }

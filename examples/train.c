@@ -8,6 +8,8 @@
  *   --save FILE         checkpoint (safetensors: model, optimizer, step, RNG) at the end
  *                       or on Ctrl-C; --load FILE resumes from one
  *   --sample N          generate N characters after training (--prompt, --temperature, --top-k)
+ *   --plot FILE.svg     the loss curve, rewritten every --plot-every steps while it trains
+ *   --attention-svg F   the trained model's attention over the --prompt characters, per head
  * Without --data it trains on a short text built into the program (1500
  * steps unless --steps is given) and prints a sample. On a terminal it shows a live progress line; piped, it prints
  * exactly the lines toy_lm.py prints. */
@@ -32,6 +34,7 @@
 #include "safetensors.h"
 #include "tensor.h"
 #include "toy_lm.h"
+#include "viz.h"
 
 /* Written for attention.c (not from any other work): the built-in training text. */
 static const char builtin_text[] =
@@ -52,8 +55,8 @@ static const char builtin_text[] =
     "Life is short, eat dessert first, and then write the attention layer by hand.\n";
 
 typedef struct {
-    const char *data, *log, *save, *load, *prompt;
-    long steps, batch, context, dim, heads, sample, top_k;
+    const char *data, *log, *save, *load, *prompt, *plot, *attention_svg;
+    long steps, batch, context, dim, heads, sample, top_k, plot_every;
     double lr, temperature;
     unsigned long long seed;
     bool sample_given, steps_given;
@@ -61,11 +64,31 @@ typedef struct {
 
 static void usage(FILE *f) {
     fprintf(f,
-            "usage: train [--data FILE] [--steps N] [--batch N] [--context N] [--dim N] [--heads N]\n"
-            "             [--lr X] [--seed N] [--log FILE] [--save FILE] [--load FILE]\n"
-            "             [--sample N] [--prompt TEXT] [--temperature X] [--top-k N]\n"
-            "defaults as toy_lm.py: --steps 200 --batch 16 --context 32 --dim 64 --heads 4 --lr 1e-3 --seed 123\n"
-            "without --data: trains on a built-in text (1500 steps unless --steps) and samples 300 characters\n");
+            "usage: train [flags]   Train the toy attention model of ../shared/pytorch/toy_lm.py, in C.\n"
+            "The same flags and defaults as toy_lm.py, and for the same flags the same loss at every step:\n"
+            "  --data FILE        the training text (UTF-8); default: a short built-in text, 1500 steps\n"
+            "  --steps N          training steps (default 200; 1500 on the built-in text);\n"
+            "                     after --load, N more steps on top of the checkpoint's\n"
+            "  --batch N          sequences per step (default 16)\n"
+            "  --context N        characters per sequence, the causal mask's size (default 32)\n"
+            "  --dim N            model width d_model (default 64)\n"
+            "  --heads N          attention heads; must divide --dim (default 4)\n"
+            "  --lr X             Adam's learning rate (default 1e-3)\n"
+            "  --seed N           torch.manual_seed (default 123)\n"
+            "attention.c's own:\n"
+            "  --log FILE         one \"step N loss X\" line per step\n"
+            "  --save FILE        save model, Adam state, step and generator at the end, on Ctrl-C or on an error\n"
+            "  --load FILE        resume from a --save file: the following steps equal an uninterrupted run\n"
+            "  --sample N         after training, generate N characters (default 0; 300 on the built-in text)\n"
+            "  --prompt TEXT      what the sample continues from (default \"A\"); characters not in the text are skipped\n"
+            "  --temperature X    divides the logits before the softmax; < 1 is bolder, > 1 more random (default 1)\n"
+            "  --top-k K          sample only among the K likeliest characters; 0 means all (default 0)\n"
+            "  --plot FILE.svg    the loss curve, rewritten every --plot-every steps (default 25), so it can be watched\n"
+            "  --attention-svg F  after training, the attention of each head over the --prompt characters (SVG)\n"
+            "examples:\n"
+            "  train                                         the demo: built-in text, then a sample\n"
+            "  train --data ../shared/data/the-verdict.txt --steps 200    = python3 toy_lm.py, step for step\n"
+            "  train --steps 500 --plot loss.svg --attention-svg attn.svg --prompt \"Attention lets\" --sample 200\n");
 }
 
 static bool parse_long(const char *flag, const char *s, long min, long *out) {
@@ -94,7 +117,7 @@ static bool parse_double(const char *flag, const char *s, double min_excl, doubl
 
 static bool parse_args(int argc, char **argv, Args *a) {
     *a = (Args){.steps = 200, .batch = 16, .context = 32, .dim = 64, .heads = 4, .lr = 1e-3, .seed = 123,
-                .temperature = 1.0, .top_k = 0, .prompt = NULL};
+                .temperature = 1.0, .top_k = 0, .prompt = NULL, .plot_every = 25};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i];
         if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
@@ -112,6 +135,9 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--save") == 0) a->save = v;
         else if (strcmp(f, "--load") == 0) a->load = v;
         else if (strcmp(f, "--prompt") == 0) a->prompt = v;
+        else if (strcmp(f, "--plot") == 0) a->plot = v;
+        else if (strcmp(f, "--attention-svg") == 0) a->attention_svg = v;
+        else if (strcmp(f, "--plot-every") == 0) ok = parse_long(f, v, 1, &a->plot_every);
         else if (strcmp(f, "--steps") == 0) { ok = parse_long(f, v, 0, &a->steps); a->steps_given = true; }
         else if (strcmp(f, "--batch") == 0) ok = parse_long(f, v, 1, &a->batch);
         else if (strcmp(f, "--context") == 0) ok = parse_long(f, v, 1, &a->context);
@@ -305,12 +331,14 @@ static bool load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *
 
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
-static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long n, double temperature, long top_k) {
-    int64_t ctx = model->context_length, cap = (int64_t)strlen(prompt) + n + 1, len = 0;
-    int64_t *ids = malloc(sizeof(int64_t) * (size_t)cap);
-    if (!ids) return;
+/* The prompt's characters as tokens (malloc'd, room for `extra` more); those
+ * not in the vocabulary are skipped with a message; an empty prompt is token 0. */
+static int64_t *encode_prompt(const CharText *ct, const char *prompt, int64_t extra, int64_t *len) {
     size_t plen = strlen(prompt);
-    for (size_t at = 0; at < plen;) { /* encode the prompt */
+    int64_t *ids = malloc(sizeof(int64_t) * ((size_t)plen + (size_t)extra + 1));
+    if (!ids) return NULL;
+    *len = 0;
+    for (size_t at = 0; at < plen;) {
         uint32_t cp;
         int k = chartext_utf8_next(prompt + at, plen - at, &cp);
         if (k == 0) {
@@ -319,11 +347,18 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
             continue;
         }
         int64_t id = chartext_encode_char(ct, cp);
-        if (id >= 0) ids[len++] = id;
+        if (id >= 0) ids[(*len)++] = id;
         else fprintf(stderr, "train: --prompt: '%.*s' is not in the training text's vocabulary, skipped\n", k, prompt + at);
         at += (size_t)k;
     }
-    if (len == 0) ids[len++] = 0;
+    if (*len == 0) ids[(*len)++] = 0;
+    return ids;
+}
+
+static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long n, double temperature, long top_k) {
+    int64_t ctx = model->context_length, len = 0;
+    int64_t *ids = encode_prompt(ct, prompt, n, &len);
+    if (!ids) return;
     nn_eval(&model->module);
     bool prev = torch_no_grad_enter();                                     /* with torch.no_grad(): */
     char buf[5];
@@ -354,6 +389,77 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
     torch_no_grad_exit(prev);
     nn_train(&model->module, true);
     free(ids);
+}
+
+/* ---- pictures -------------------------------------------------------------------------------------------- */
+
+/* The loss curve: every step's loss and the mean of the last 50. */
+typedef struct { int64_t n, cap; double *step, *loss, *mean; } Curve;
+
+static bool curve_add(Curve *c, long step, double loss) {
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? c->cap * 2 : 1024;
+        double *s = realloc(c->step, sizeof(double) * (size_t)cap), *l = s ? realloc(c->loss, sizeof(double) * (size_t)cap) : NULL;
+        double *m = l ? realloc(c->mean, sizeof(double) * (size_t)cap) : NULL;
+        if (s) c->step = s;
+        if (l) c->loss = l;
+        if (m) c->mean = m;
+        if (!m) return false;
+        c->cap = cap;
+    }
+    c->step[c->n] = (double)step, c->loss[c->n] = loss;
+    int64_t w = c->n + 1 < 50 ? c->n + 1 : 50;
+    double sum = 0;
+    for (int64_t i = c->n + 1 - w; i <= c->n; i++) sum += c->loss[i];
+    c->mean[c->n++] = sum / (double)w;
+    return true;
+}
+
+static bool draw_curve(FILE *f, void *u) {
+    const Curve *c = u;
+    ac_series s[2] = {{"loss", c->n, c->step, c->loss}, {"mean of the last 50 steps", c->n, c->step, c->mean}};
+    ac_plot_opts o = {"training loss (cross-entropy)", "step", "loss"};
+    return ac_plot_svg(f, &o, c->n ? 2 : 0, s);
+}
+
+static bool write_curve(const char *path, Curve *c) {
+    if (ac_write_file_atomic(path, draw_curve, c)) return true;
+    fprintf(stderr, "train: cannot write --plot %s: %s\n", path, strerror(errno));
+    return false;
+}
+
+typedef struct { Tensor *w; ac_heatmap_opts o; } HeatmapArgs;
+static bool draw_heatmap(FILE *f, void *u) { return ac_heatmap_svg(f, ((HeatmapArgs *)u)->w, &((HeatmapArgs *)u)->o); }
+
+/* The attention of each head over the prompt's characters (its last context_length). */
+static bool attention_svg(const char *path, nn_ToyLM *model, const CharText *ct, const char *prompt, long step) {
+    ac_mark m = ac_arena_mark();
+    int64_t len = 0, *ids = encode_prompt(ct, prompt, 0, &len);
+    if (!ids) return false;
+    int64_t start = len > model->context_length ? len - model->context_length : 0, t = len - start;
+    nn_eval(&model->module);
+    bool prev = torch_no_grad_enter();
+    nn_ToyLM_forward(model, torch_tensor_long(ids + start, SHAPE(1, t)));
+    torch_no_grad_exit(prev);
+    nn_train(&model->module, true);
+    const char **labels = ac_arena_alloc(sizeof(char *) * (size_t)t);
+    for (int64_t i = 0; i < t; i++) {
+        char *l = ac_arena_alloc(5);
+        int k = chartext_decode(ct, ids[start + i], l);
+        l[k] = 0;
+        if (strcmp(l, " ") == 0) labels[i] = "\xe2\x90\xa3";       /* a space shows as U+2423 */
+        else if (strcmp(l, "\n") == 0) labels[i] = "\xe2\x90\xa4"; /* a newline as U+2424 */
+        else labels[i] = l;
+    }
+    char title[128];
+    snprintf(title, sizeof title, "attention of each head after %ld steps (rows: queries, columns: keys)", step);
+    HeatmapArgs h = {torch_select(model->attn->last_attn_weights, 0, 0),
+                     {.title = title, .row_labels = labels, .col_labels = labels, .show_values = -1}};
+    bool ok = ac_write_file_atomic(path, draw_heatmap, &h);
+    if (!ok) fprintf(stderr, "train: cannot write --attention-svg %s: %s\n", path, strerror(errno));
+    free(ids);
+    ac_arena_release(m);
+    return ok;
 }
 
 /* ---- errors and Ctrl-C: save the work first ---------------------------------------------------------- */
@@ -406,6 +512,13 @@ int main(int argc, char **argv) {
         return 1;
     }
 
+    static Curve curve; /* static: intact after a longjmp from the error handler */
+    if (a.plot && !write_curve(a.plot, &curve)) { /* a path that cannot be written fails now, not after training */
+        if (log) fclose(log);
+        chartext_free(&ct);
+        return 1;
+    }
+
     torch_manual_seed(a.seed);                                         /* torch.manual_seed(a.seed) */
     nn_ToyLM *model = nn_ToyLM_new(ct.vocab_size, a.context, a.dim, a.heads); /* model = ToyLM(len(chars), ...) */
     optim_Optimizer *opt = optim_Adam(nn_named_parameters(&model->module), a.lr, 0.9, 0.999, 1e-8, 0.0, false);
@@ -426,7 +539,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "train: saved the model at step %ld to %s\n", step, a.save);
         goto done;
     }
-    double t0 = now_seconds();
+    double t0 = now_seconds(), last_loss = NAN;
     for (long s = step0 + 1; s <= last_step && !interrupted; s++) {   /* for step in range(1, a.steps + 1): */
         ac_mark m = ac_arena_mark();
         Tensor *x, *y;
@@ -438,8 +551,10 @@ int main(int argc, char **argv) {
         torch_backward(loss, NULL);                                    /* loss.backward() */
         optim_step(opt);                                               /* opt.step() */
         double l = torch_item(loss);
+        last_loss = l;
         step = s;
         if (log) fprintf(log, "step %ld loss %.6f\n", s, l);
+        if (a.plot && curve_add(&curve, s, l) && (s - step0) % a.plot_every == 0) write_curve(a.plot, &curve);
         if (tty) {
             double el = now_seconds() - t0, done_steps = (double)(s - step0);
             double tps = done_steps * (double)(a.batch * a.context) / (el > 0 ? el : 1e-9);
@@ -451,15 +566,19 @@ int main(int argc, char **argv) {
         }
         ac_arena_release(m);
     }
-    if (tty && step > step0) {
+    if (tty && step > step0) { /* the progress line gives way to a summary that keeps the last loss */
         double el = now_seconds() - t0;
-        printf("\rtrained steps %ld..%ld in %.2f s (%.2f ms/step)%s\n", step0 + 1, step, el,
-               1e3 * el / (double)(step - step0), interrupted ? ", stopped by Ctrl-C" : "                ");
+        printf("\rtrained steps %ld..%ld in %.2f s (%.2f ms/step), final loss %.6f%s\n", step0 + 1, step, el,
+               1e3 * el / (double)(step - step0), curve.n ? curve.loss[curve.n - 1] : last_loss,
+               interrupted ? ", stopped by Ctrl-C" : "          ");
     }
+    if (a.plot && step > step0 && !write_curve(a.plot, &curve)) rc = 1;
     if (a.save && !save_checkpoint(a.save, model, opt, &ct, step, &a)) rc = 1;
     if (interrupted)
         fprintf(stderr, "train: interrupted after step %ld%s%s\n", (long)step, a.save && rc == 0 ? "; saved to " : "",
                 a.save && rc == 0 ? a.save : "");
+    if (a.attention_svg && !interrupted && !attention_svg(a.attention_svg, model, &ct, a.prompt ? a.prompt : "A", step))
+        rc = 1;
     if (a.sample > 0 && !interrupted) {
         if (a.sample_given || !a.data) printf("--- sample ---\n");
         sample(model, &ct, a.prompt ? a.prompt : "A", a.sample, a.temperature, a.top_k);
@@ -470,6 +589,7 @@ done:
         fprintf(stderr, "train: writing --log %s failed\n", a.log);
         rc = 1;
     }
+    free(curve.step), free(curve.loss), free(curve.mean);
     optim_free(opt);
     nn_free(&model->module);
     chartext_free(&ct);

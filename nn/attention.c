@@ -16,9 +16,9 @@ static void *alloc_module(size_t n) {
 static void qkv_params(nn_Module *m, int64_t d_in, int64_t d_out_kq, int64_t d_out_v, Tensor **q, Tensor **k,
                        Tensor **v) {
     ac_mark mk = ac_arena_mark();
-    *q = nn_register_parameter(m, "W_query", torch_rand(SHAPE(d_in, d_out_kq)));
-    *k = nn_register_parameter(m, "W_key", torch_rand(SHAPE(d_in, d_out_kq)));
-    *v = nn_register_parameter(m, "W_value", torch_rand(SHAPE(d_in, d_out_v)));
+    *q = nn_register_parameter(m, "W_query", torch_rand(SHAPE(d_in, d_out_kq))); // self.W_query = nn.Parameter(torch.rand(d_in, d_out_kq))
+    *k = nn_register_parameter(m, "W_key", torch_rand(SHAPE(d_in, d_out_kq)));   // self.W_key = nn.Parameter(torch.rand(d_in, d_out_kq))
+    *v = nn_register_parameter(m, "W_value", torch_rand(SHAPE(d_in, d_out_v)));  // self.W_value = nn.Parameter(torch.rand(d_in, d_out_v))
     ac_arena_release(mk);
 }
 
@@ -33,23 +33,24 @@ static void check_input(const Tensor *x, int64_t d_in, const char *who) {
 
 static Tensor *sa_fwd(nn_Module *m, Tensor *x) { return nn_SelfAttention_forward((nn_SelfAttention *)m, x); }
 
-nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) {
+nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
     nn_SelfAttention *s = alloc_module(sizeof *s);
-    nn_module_init(&s->module, "SelfAttention", sa_fwd);
-    s->d_out_kq = d_out_kq;                                  /* self.d_out_kq = d_out_kq */
-    qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value);
+    nn_module_init(&s->module, "SelfAttention", sa_fwd);         //     super().__init__()
+    s->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
+    qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value); // (W_query, W_key, W_value: see qkv_params)
     return s;
 }
 
-Tensor *nn_SelfAttention_forward(nn_SelfAttention *self, Tensor *x) {
+Tensor *nn_SelfAttention_forward(nn_SelfAttention *self, Tensor *x) { // def forward(self, x):
     check_input(x, self->W_query->shape[0], "SelfAttention");
-    Tensor *keys = torch_matmul(x, self->W_key);             /* keys = x @ self.W_key */
-    Tensor *queries = torch_matmul(x, self->W_query);        /* queries = x @ self.W_query */
-    Tensor *values = torch_matmul(x, self->W_value);         /* values = x @ self.W_value */
-    Tensor *attn_scores = torch_matmul(queries, torch_T(keys)); /* attn_scores = queries @ keys.T */
-    Tensor *attn_weights = torch_softmax(                    /* attn_weights = torch.softmax( */
-        torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1); /* attn_scores / self.d_out_kq**0.5, dim=-1) */
-    return torch_matmul(attn_weights, values);               /* return attn_weights @ values */
+    Tensor *keys = torch_matmul(x, self->W_key);                 //     keys = x @ self.W_key
+    Tensor *queries = torch_matmul(x, self->W_query);            //     queries = x @ self.W_query
+    Tensor *values = torch_matmul(x, self->W_value);             //     values = x @ self.W_value
+    Tensor *attn_scores = torch_matmul(queries, torch_T(keys));  //     attn_scores = queries @ keys.T
+    Tensor *attn_weights = torch_softmax(                        //     attn_weights = torch.softmax(
+        torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1); //         attn_scores / self.d_out_kq**0.5, dim=-1)
+    self->last_attn_weights = attn_weights;
+    return torch_matmul(attn_weights, values);                   //     return attn_weights @ values
 }
 
 /* ---- MultiHeadAttentionWrapper ----------------------------------------------------------- */
@@ -68,10 +69,10 @@ static nn_MultiHeadAttentionWrapper *wrapper(int num_heads) {
 }
 
 nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v,
-                                                               int num_heads) {
-    nn_MultiHeadAttentionWrapper *w = wrapper(num_heads);
-    for (int h = 0; h < num_heads; h++) /* [SelfAttention(d_in, d_out_kq, d_out_v) for _ in range(num_heads)] */
-        nn_ModuleList_append(w->heads, &nn_SelfAttention_new(d_in, d_out_kq, d_out_v)->module);
+                                                               int num_heads) { // def __init__(self, d_in, d_out_kq, d_out_v, num_heads):
+    nn_MultiHeadAttentionWrapper *w = wrapper(num_heads);        //     super().__init__(); self.heads = nn.ModuleList(
+    for (int h = 0; h < num_heads; h++)                          //         [SelfAttention(d_in, d_out_kq, d_out_v)
+        nn_ModuleList_append(w->heads, &nn_SelfAttention_new(d_in, d_out_kq, d_out_v)->module); //          for _ in range(num_heads)])
     return w;
 }
 
@@ -85,11 +86,11 @@ nn_MultiHeadAttentionWrapper *nn_MultiHeadAttentionWrapper_new_causal(int64_t d_
     return w;
 }
 
-Tensor *nn_MultiHeadAttentionWrapper_forward(nn_MultiHeadAttentionWrapper *self, Tensor *x) {
+Tensor *nn_MultiHeadAttentionWrapper_forward(nn_MultiHeadAttentionWrapper *self, Tensor *x) { // def forward(self, x):
     int n = nn_ModuleList_len(self->heads);
     Tensor **outs = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
-    for (int h = 0; h < n; h++) outs[h] = nn_forward(nn_ModuleList_get(self->heads, h), x); /* head(x) */
-    return torch_cat(n, outs, -1);                           /* torch.cat([...], dim=-1) */
+    for (int h = 0; h < n; h++) outs[h] = nn_forward(nn_ModuleList_get(self->heads, h), x); //     [head(x) for head in self.heads]
+    return torch_cat(n, outs, -1);                               //     return torch.cat(..., dim=-1)
 }
 
 /* ---- CausalAttention ------------------------------------------------------------------------ */
@@ -139,23 +140,25 @@ Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x) {
 
 /* ---- CrossAttention ------------------------------------------------------------------------- */
 
-nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) {
+nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
     nn_CrossAttention *c = alloc_module(sizeof *c);
-    nn_module_init(&c->module, "CrossAttention", NULL);
-    c->d_out_kq = d_out_kq;
-    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value);
+    nn_module_init(&c->module, "CrossAttention", NULL);          //     super().__init__()
+    c->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
+    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value); // (W_query, W_key, W_value: see qkv_params)
     return c;
 }
 
-Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *x_2) {
+Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *x_2) { // def forward(self, x_1, x_2):
     check_input(x_1, self->W_query->shape[0], "CrossAttention (x_1)");
     check_input(x_2, self->W_key->shape[0], "CrossAttention (x_2)");
-    Tensor *queries_1 = torch_matmul(x_1, self->W_query);    /* queries_1 = x_1 @ self.W_query */
-    Tensor *keys_2 = torch_matmul(x_2, self->W_key);         /* keys_2 = x_2 @ self.W_key */
-    Tensor *values_2 = torch_matmul(x_2, self->W_value);     /* values_2 = x_2 @ self.W_value */
-    Tensor *attn_scores = torch_matmul(queries_1, torch_T(keys_2)); /* attn_scores = queries_1 @ keys_2.T */
-    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1);
-    return torch_matmul(attn_weights, values_2);             /* return attn_weights @ values_2 */
+    Tensor *queries_1 = torch_matmul(x_1, self->W_query);        //     queries_1 = x_1 @ self.W_query
+    Tensor *keys_2 = torch_matmul(x_2, self->W_key);             //     keys_2 = x_2 @ self.W_key
+    Tensor *values_2 = torch_matmul(x_2, self->W_value);         //     values_2 = x_2 @ self.W_value
+    Tensor *attn_scores = torch_matmul(queries_1, torch_T(keys_2)); //     attn_scores = queries_1 @ keys_2.T
+    Tensor *attn_weights = torch_softmax(                        //     attn_weights = torch.softmax(
+        torch_div_scalar(attn_scores, pow((double)self->d_out_kq, 0.5)), -1); //         attn_scores / self.d_out_kq**0.5, dim=-1)
+    self->last_attn_weights = attn_weights;
+    return torch_matmul(attn_weights, values_2);                 //     return attn_weights @ values_2
 }
 
 /* ---- MultiHeadAttention (batched) --------------------------------------------------------- */
@@ -198,6 +201,7 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
     Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
     attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
     Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
+    self->last_attn_weights = attn_weights;
     /* context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, t, h * dh) */
     Tensor *context = torch_view(torch_contiguous(torch_transpose(torch_matmul(attn_weights, values), 1, 2)),
                                  SHAPE(b, t, h * dh));

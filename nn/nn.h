@@ -86,7 +86,12 @@ nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i);
 /* class SelfAttention(nn.Module):            (the article's compact class)
  *     W_query, W_key: nn.Parameter(torch.rand(d_in, d_out_kq)); W_value: rand(d_in, d_out_v)
  *     forward(x) = softmax((x W_query)(x W_key)^T / d_out_kq**0.5, dim=-1) @ (x W_value) */
-typedef struct { nn_Module module; int64_t d_out_kq; Tensor *W_query, *W_key, *W_value; } nn_SelfAttention;
+typedef struct {
+    nn_Module module;
+    int64_t d_out_kq;
+    Tensor *W_query, *W_key, *W_value;
+    Tensor *last_attn_weights; /* the weights of the last forward (arena), to look at */
+} nn_SelfAttention;
 nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v);
 Tensor *nn_SelfAttention_forward(nn_SelfAttention *self, Tensor *x);
 
@@ -124,7 +129,12 @@ Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x);
 
 /* class CrossAttention(nn.Module): the article's bonus section; queries from
  * x_1, keys and values from x_2. */
-typedef struct { nn_Module module; int64_t d_out_kq; Tensor *W_query, *W_key, *W_value; } nn_CrossAttention;
+typedef struct {
+    nn_Module module;
+    int64_t d_out_kq;
+    Tensor *W_query, *W_key, *W_value;
+    Tensor *last_attn_weights; /* (t_1, t_2) weights of the last forward (arena) */
+} nn_CrossAttention;
 nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v);
 Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *x_2);
 
@@ -136,6 +146,7 @@ typedef struct {
     int64_t num_heads, head_dim, d_out, context_length;
     nn_Linear *W_query, *W_key, *W_value, *out_proj;
     Tensor *mask;
+    Tensor *last_attn_weights; /* (b, h, t, t) weights of the last forward (arena), to look at */
 } nn_MultiHeadAttention;
 nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
                                                  int64_t num_heads);

@@ -62,5 +62,6 @@ Suite *suite_nn(void);
 Suite *suite_optim(void);
 Suite *suite_train(void);
 Suite *suite_memory(void);
+Suite *suite_viz(void);
 
 #endif

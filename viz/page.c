@@ -1,0 +1,154 @@
+/* The reader's page: one self-contained HTML file (no script, no network),
+ * a section per code block, Python and C on the same row, what they print,
+ * and pictures. The page is also well-formed XML, so the same checker that
+ * reads the SVG files reads it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "svg.h"
+
+static const char style[] =
+    "body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0 auto;max-width:1400px;padding:0 24px;"
+    "color:#1b1b1b;background:#fff}\n"
+    "h1{font-size:1.5em;margin:1.2em 0 .3em}h2{font-size:1.2em;margin:1.8em 0 .5em;border-bottom:1px solid #ddd}\n"
+    "h3{font-size:1em;margin:1em 0 .3em;color:#555}\n"
+    "table.code{border-collapse:collapse;width:100%;table-layout:fixed}\n"
+    "table.code th{text-align:left;font-weight:600;background:#f3f3f3;padding:4px 8px}\n"
+    "table.code td{vertical-align:top;padding:0 8px;font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;"
+    "font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}\n"
+    "table.code td.py{background:#fbf8ef;border-right:2px solid #e5dfc8}table.code td.c{background:#f4f8fb}\n"
+    "table.code tr:hover td{background:#fff3b0}\n"
+    "pre.out{background:#111;color:#e8e8e8;padding:8px 12px;font-size:12.5px;overflow-x:auto}\n"
+    ".figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.figs figure{margin:0}\n"
+    ".figs figcaption{font-size:.85em;color:#555}.figs svg{max-width:100%;height:auto}\n"
+    "nav ol{columns:2;font-size:.95em}\n";
+
+void ac_page_begin(FILE *f, const char *title, const char *intro_html) {
+    fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
+          "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\"/>\n<title>",
+          f);
+    ac_xml_escape(f, title);
+    fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n<header>\n<h1>", style);
+    ac_xml_escape(f, title);
+    fprintf(f, "</h1>\n%s\n</header>\n", intro_html ? intro_html : "");
+}
+
+void ac_page_toc(FILE *f, int n, const char *const *ids, const char *const *titles) {
+    fputs("<nav>\n<ol>\n", f);
+    for (int i = 0; i < n; i++) {
+        fputs("<li><a href=\"#", f);
+        ac_xml_escape(f, ids[i]);
+        fputs("\">", f);
+        ac_xml_escape(f, titles[i]);
+        fputs("</a></li>\n", f);
+    }
+    fputs("</ol>\n</nav>\n", f);
+}
+
+void ac_page_section_begin(FILE *f, const char *id, const char *title) {
+    fputs("<section id=\"", f);
+    ac_xml_escape(f, id);
+    fputs("\">\n<h2>", f);
+    ac_xml_escape(f, title);
+    fputs("</h2>\n", f);
+}
+
+void ac_page_code(FILE *f, const char *caption, const char *left_head, const char *right_head, int n,
+                  const ac_code_row *rows) {
+    if (caption) {
+        fputs("<h3>", f);
+        ac_xml_escape(f, caption);
+        fputs("</h3>\n", f);
+    }
+    fputs("<table class=\"code\">\n<tr><th>", f);
+    ac_xml_escape(f, left_head);
+    fputs("</th><th>", f);
+    ac_xml_escape(f, right_head);
+    fputs("</th></tr>\n", f);
+    for (int i = 0; i < n; i++) {
+        fputs("<tr><td class=\"py\">", f);
+        ac_xml_escape(f, rows[i].python);
+        fputs("</td><td class=\"c\">", f);
+        ac_xml_escape(f, rows[i].c);
+        fputs("</td></tr>\n", f);
+    }
+    fputs("</table>\n", f);
+}
+
+void ac_page_output(FILE *f, const char *text, size_t len) {
+    fputs("<h3>Output (the same from Python and from C)</h3>\n<pre class=\"out\">", f);
+    char *s = malloc(len + 1);
+    if (!s) ac_error("page: out of memory");
+    memcpy(s, text, len);
+    s[len] = 0;
+    ac_xml_escape(f, s);
+    free(s);
+    fputs("</pre>\n", f);
+}
+
+void ac_page_figures(FILE *f, int n, const char *const *svgs, const char *const *captions) {
+    if (n == 0) return;
+    fputs("<div class=\"figs\">\n", f);
+    for (int i = 0; i < n; i++) {
+        fputs("<figure>\n", f);
+        fputs(svgs[i], f); /* our own writers' SVG: already escaped */
+        fputs("<figcaption>", f);
+        ac_xml_escape(f, captions[i]);
+        fputs("</figcaption>\n</figure>\n", f);
+    }
+    fputs("</div>\n", f);
+}
+
+void ac_page_section_end(FILE *f) { fputs("</section>\n", f); }
+
+void ac_page_end(FILE *f, const char *footer_html) {
+    fprintf(f, "<footer>\n%s\n</footer>\n</body>\n</html>\n", footer_html ? footer_html : "");
+}
+
+/* ---- source lines and their trailing comments ------------------------------------------------- */
+
+/* Where a trailing comment starts on a line of C (outside string and char
+ * literals), or NULL. */
+static const char *comment_start(const char *s, const char *end) {
+    char quote = 0;
+    for (const char *p = s; p < end; p++) {
+        if (quote) {
+            if (*p == '\\') p++;
+            else if (*p == quote) quote = 0;
+        } else if (*p == '"' || *p == '\'') quote = *p;
+        else if (p + 1 < end && *p == '/' && (p[1] == '/' || p[1] == '*')) return p;
+    }
+    return NULL;
+}
+
+static char *dup_range(const char *a, const char *b) {
+    while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r')) b--; /* trailing blanks */
+    char *s = malloc((size_t)(b - a) + 1);
+    if (!s) ac_error("page: out of memory");
+    memcpy(s, a, (size_t)(b - a));
+    s[b - a] = 0;
+    return s;
+}
+
+ac_code_row ac_split_line(const char *line, size_t len) {
+    const char *end = line + len, *c = comment_start(line, end);
+    ac_code_row r;
+    r.c = dup_range(line, c ? c : end);
+    if (!c) {
+        r.python = dup_range(end, end);
+        return r;
+    }
+    const char *p = c + 2, *q = end;
+    if (c[1] == '*') { /* a block comment: up to its end */
+        const char *e = strstr(p, "*/");
+        if (e && e < end) q = e;
+    }
+    if (p < q && *p == ' ') p++; /* one space after the marker; the rest is the Python's indentation */
+    r.python = dup_range(p, q);
+    return r;
+}
+
+void ac_code_rows_free(int n, ac_code_row *rows) {
+    for (int i = 0; i < n; i++) free((char *)rows[i].c), free((char *)rows[i].python);
+    free(rows);
+}

@@ -1,0 +1,105 @@
+/* viz: pictures of what attention.c computes, as SVG (and DOT for graphs),
+ * with no dependency: attention heatmaps, the autograd graph, loss curves, and
+ * the HTML page that sets Python beside C.
+ *
+ *     PyTorch ecosystem                     attention.c
+ *     sns.heatmap(attn_weights)             ac_heatmap_svg(f, attn_weights, &opts)
+ *     torchviz.make_dot(y, params=...)      ac_graph_dot(f, y, nn_named_parameters(&m->module))
+ *     (the same, drawn without Graphviz)    ac_graph_svg(f, y, names)
+ *     plt.plot(steps, losses)               ac_plot_svg(f, &plot, n_series, series)
+ *
+ * Every writer is deterministic (the same input gives the same bytes), writes
+ * well-formed XML in UTF-8 without an XML declaration (so the same text can be
+ * inlined in HTML), uses no element ids (so several pictures can share one
+ * page), and escapes every label: markup characters become entities, control
+ * characters but tab and newline their visible Unicode pictures (U+2400..),
+ * invalid UTF-8 U+FFFD.
+ * The writers return false when the FILE reports a write error; a tensor of the
+ * wrong shape or dtype is an error of the library (ac_error), as for any op.
+ */
+#ifndef ATTENTION_VIZ_H
+#define ATTENTION_VIZ_H
+
+#include "nn.h"
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Text s (UTF-8, any bytes) as XML/HTML character data or attribute value. */
+void ac_xml_escape(FILE *f, const char *s);
+/* Its width in code points after escaping (what a label occupies on screen). */
+int ac_text_columns(const char *s);
+
+/* ---- attention heatmaps ----------------------------------------------------------------------- */
+typedef enum {
+    AC_MASK_AUTO = 0, /* -inf cells, and exact zeros strictly above the diagonal of a
+                         lower-triangular square matrix (a causal mask), are drawn as masked */
+    AC_MASK_INF,      /* only -inf cells are masked */
+} ac_mask_mode;
+
+typedef struct {
+    const char *title;              /* above the picture; NULL: none */
+    const char *const *row_labels;  /* T_q labels (the queries, y axis); NULL: 0, 1, ... */
+    const char *const *col_labels;  /* T_k labels (the keys, x axis); NULL: 0, 1, ... */
+    const char *const *head_titles; /* one per head of a 3-D input; NULL: "head 0", ... */
+    int show_values;                /* -1: when both sides are <= 16; 0: never; 1: always */
+    ac_mask_mode mask;
+} ac_heatmap_opts;
+
+/* weights: (T_k,) drawn as one row, (T_q, T_k), or (H, T_q, T_k) drawn as H
+ * panels side by side with one colour scale. Float32, any strides. A matrix
+ * with negative values gets a diverging scale centred on 0, else 0..max. */
+bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts);
+
+/* ---- the autograd graph -------------------------------------------------------------------------- */
+/* One node per grad_fn (PyTorch's name), one box per leaf that requires grad
+ * (its name from `names` when it is there, e.g. nn_named_parameters(&m->module),
+ * else "tensor", and its shape), and the output's box; arrows run from inputs
+ * to the op that uses them, as torchviz draws them. names may be {0}. */
+bool ac_graph_dot(FILE *f, Tensor *root, nn_TensorList names);
+/* The same graph laid out in layers (no Graphviz needed): inputs at the top,
+ * the output at the bottom, no two boxes overlapping. */
+bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names);
+
+/* ---- line plots ------------------------------------------------------------------------------------ */
+typedef struct {
+    const char *name;  /* in the legend; NULL: no legend entry */
+    int64_t n;         /* points */
+    const double *x, *y;
+} ac_series;
+typedef struct { const char *title, *xlabel, *ylabel; } ac_plot_opts;
+/* Up to 8 series; non-finite points are skipped. */
+bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_series *series);
+
+/* ---- a page of code beside code (examples/article.c --html) --------------------------------------- */
+/* One self-contained XHTML-compatible page: no script, no network. The
+ * strings are escaped; intro_html, footer_html and the SVG figures are markup. */
+typedef struct { const char *python, *c; } ac_code_row;
+void ac_page_begin(FILE *f, const char *title, const char *intro_html);
+void ac_page_toc(FILE *f, int n, const char *const *ids, const char *const *titles);
+void ac_page_section_begin(FILE *f, const char *id, const char *title);
+void ac_page_code(FILE *f, const char *caption, const char *left_head, const char *right_head, int n,
+                  const ac_code_row *rows);
+void ac_page_output(FILE *f, const char *text, size_t len);
+void ac_page_figures(FILE *f, int n, const char *const *svgs, const char *const *captions);
+void ac_page_section_end(FILE *f);
+void ac_page_end(FILE *f, const char *footer_html);
+/* A line of C split into its code and its trailing comment (`// ...` or
+ * `/ * ... * /`), which in this project's examples is the Python the line
+ * reproduces. Both strings malloc'd; free rows with ac_code_rows_free. */
+ac_code_row ac_split_line(const char *line, size_t len);
+void ac_code_rows_free(int n, ac_code_row *rows);
+
+/* Writes through FILE.tmp and renames it into place, so that a reader (a
+ * browser watching a loss curve) never sees half a file. draw() returns false
+ * on a write error. Returns false (with errno set) when the file cannot be
+ * written. */
+bool ac_write_file_atomic(const char *path, bool (*draw)(FILE *f, void *user), void *user);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
