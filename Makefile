@@ -1,7 +1,9 @@
 # attention.c: `make` builds the library and the examples into build/,
 # `make test` runs the Check suite, then the same suite under ASan+UBSan,
 # `make run` trains the toy model on the built-in text and prints a sample,
-# `make bench` runs the benchmark workloads. Nothing but libc and libm.
+# `make bench` runs the benchmark workloads, `make install` installs the
+# headers, the static and shared libraries and attention.pc (PREFIX, DESTDIR),
+# `make docs` redraws the README's pictures. Nothing but libc and libm.
 CC      ?= cc
 OPT     ?= -O3 -g
 # -ffp-contract=off: no multiply-add may be fused, or the random streams and
@@ -17,13 +19,19 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c viz/*.c))
 HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h viz/*.h)
-EXAMPLES := article train bench
+EXAMPLES := article train bench minimal
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
-.PHONY: all test deps test-plain test-asan run bench clean valgrind
+# What `make install` puts under include/attention/: the public API. Programs
+# write #include <attention/nn.h>; in the tree, build/include/attention/ holds
+# the same headers, so examples/minimal.c builds the same way in and out.
+PUB_HDRS := tensor/tensor.h nn/nn.h nn/toy_lm.h nn/safetensors.h optim/optim.h viz/viz.h
+TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
+
+.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS)
@@ -34,8 +42,12 @@ $(B)/libattention.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/%: examples/%.c $(B)/libattention.a
-	$(CC) $(CFLAGS_ALL) -I$(B)/gen $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
+$(B)/%: examples/%.c $(B)/libattention.a $(TREE_HDRS)
+	$(CC) $(CFLAGS_ALL) -I$(B)/gen -I$(B)/include $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
+
+$(B)/include/attention/%.h: %.h
+	@mkdir -p $(B)/include/attention
+	cp $< $(B)/include/attention/$(notdir $<)
 
 # the reader's page is built from the article's own source text
 $(B)/article: $(B)/gen/article_sources.h
@@ -45,7 +57,7 @@ $(B)/gen/article_sources.h: examples/article.c nn/attention.c tools/embed_source
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
-$(B)/tests: $(TEST_SRC) tests/tests.h $(B)/libattention.a $(B)/article $(B)/train
+$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -78,11 +90,14 @@ test-asan:
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples
 VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
-valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench
+valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
 	$(VG) ./$(B)/article >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
 	$(VG) ./$(B)/bench article >/dev/null
+	$(VG) ./$(B)/minimal >/dev/null
+	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
+	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
 
 run: $(B)/train
 	./$(B)/train
@@ -92,3 +107,69 @@ bench: $(B)/bench
 
 clean:
 	rm -rf build
+
+# ---- install -------------------------------------------------------------------------------------
+VERSION   := 0.2.0
+SOVERSION := 0
+PREFIX    ?= /usr/local
+LIBDIR    ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PIC_OBJ   := $(LIB_SRC:%.c=$(B)/pic/%.o)
+ifeq ($(shell uname -s),Darwin)
+SHLIB      := libattention.$(SOVERSION).dylib
+SHLIB_LINKS := libattention.dylib
+SHLIB_FLAGS = -dynamiclib -install_name $(LIBDIR)/$(SHLIB) -compatibility_version $(SOVERSION) -current_version $(VERSION)
+else
+SHLIB      := libattention.so.$(VERSION)
+SHLIB_LINKS := libattention.so.$(SOVERSION) libattention.so
+SHLIB_FLAGS = -shared -Wl,-soname,libattention.so.$(SOVERSION)
+endif
+
+$(B)/pic/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS_ALL) -fPIC -c $< -o $@
+
+$(B)/$(SHLIB): $(PIC_OBJ)
+	$(CC) $(SHLIB_FLAGS) -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+# PREFIX (and LIBDIR, INCLUDEDIR) are baked into attention.pc; DESTDIR stages.
+install: $(B)/libattention.a $(B)/$(SHLIB)
+	install -d $(DESTDIR)$(INCLUDEDIR)/attention $(DESTDIR)$(LIBDIR)/pkgconfig
+	install -m 644 $(PUB_HDRS) $(DESTDIR)$(INCLUDEDIR)/attention/
+	install -m 644 $(B)/libattention.a $(DESTDIR)$(LIBDIR)/
+	install -m 755 $(B)/$(SHLIB) $(DESTDIR)$(LIBDIR)/
+	for l in $(SHLIB_LINKS); do ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$$l; done
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: attention' \
+	  'Description: float32 tensors with reverse-mode autograd, PyTorch-compatible RNG, printer and attention modules' \
+	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lattention' 'Libs.private: -lm' 'Cflags: -I$${includedir}' \
+	  > $(DESTDIR)$(LIBDIR)/pkgconfig/attention.pc
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/attention/,$(notdir $(PUB_HDRS)))
+	-rmdir $(DESTDIR)$(INCLUDEDIR)/attention
+	rm -f $(DESTDIR)$(LIBDIR)/libattention.a $(DESTDIR)$(LIBDIR)/$(SHLIB) $(addprefix $(DESTDIR)$(LIBDIR)/,$(SHLIB_LINKS))
+	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/attention.pc
+
+# Install into a temporary prefix, build examples/minimal.c out of the tree with
+# pkg-config (shared, then static) and a C++ program that includes every header,
+# run them, then uninstall and check that nothing is left.
+STAGE = $(CURDIR)/$(B)/installcheck
+installcheck:
+	rm -rf $(STAGE) && mkdir -p $(STAGE)/src
+	$(MAKE) --no-print-directory install PREFIX=$(STAGE)/prefix
+	cp examples/minimal.c tests/cxx_headers.cc $(STAGE)/src/
+	cd $(STAGE)/src && export PKG_CONFIG_PATH=$(STAGE)/prefix/lib/pkgconfig && \
+	  $(CC) -std=c11 minimal.c $$(pkg-config --cflags --libs attention) -o minimal && \
+	  LD_LIBRARY_PATH=$(STAGE)/prefix/lib ./minimal > shared.txt && \
+	  LD_LIBRARY_PATH=$(STAGE)/prefix/lib ldd ./minimal | grep -q 'libattention.so.$(SOVERSION) => $(STAGE)' && \
+	  $(CC) -std=c11 minimal.c $$(pkg-config --cflags attention) $(STAGE)/prefix/lib/libattention.a -lm -o minimal-static && \
+	  ./minimal-static > static.txt && cmp shared.txt static.txt && cmp shared.txt $(CURDIR)/tests/data/minimal_expected.txt && \
+	  $${CXX:-c++} cxx_headers.cc $$(pkg-config --cflags --libs attention) -o cxx && LD_LIBRARY_PATH=$(STAGE)/prefix/lib ./cxx
+	$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE)/prefix
+	test -z "$$(find $(STAGE)/prefix -type f -o -type l)"
+	@echo "installcheck: built and ran examples/minimal.c (shared and static) and a C++ program against an installed copy"
+
+# The README's pictures, drawn by ./build/article --svg (a test checks they are current).
+docs: $(B)/article
+	./$(B)/article --svg $(B)/docs >/dev/null
+	cp $(B)/docs/causal_weights.svg $(B)/docs/selfattention_graph.svg $(B)/docs/mha_heads.svg docs/

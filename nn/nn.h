@@ -20,6 +20,10 @@
 
 #include "tensor.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct nn_Module nn_Module;
 typedef Tensor *(*nn_forward_fn)(nn_Module *m, Tensor *x);
 
@@ -151,5 +155,9 @@ typedef struct {
 nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
                                                  int64_t num_heads);
 Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,6 +8,10 @@
 
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /* Writes to PATH.tmp, then renames it over PATH: a crash mid-save leaves the
  * old file whole. metadata: n_meta "key", "value" pairs (may be 0).
  * Returns false with a message in err (the file is then untouched). */
@@ -33,5 +37,9 @@ Tensor *safetensors_get(const safetensors_File *f, const char *name);     /* NUL
  * and changes nothing. apply=false only checks. */
 bool safetensors_copy_into(const safetensors_File *f, nn_TensorList dest, const char *const *ignore_prefixes,
                            bool apply, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

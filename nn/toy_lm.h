@@ -10,6 +10,10 @@
 
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct {
     nn_Module module;
     int64_t vocab_size, context_length;
@@ -41,5 +45,9 @@ int chartext_utf8_next(const char *s, size_t len, uint32_t *cp);
 /* ix = torch.randint(len(data) - context, (batch,))
  * x = torch.stack([data[i:i + context] for i in ix]); y = the same shifted by one */
 void toylm_get_batch(const CharText *ct, int64_t batch, int64_t context, Tensor **x, Tensor **y);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

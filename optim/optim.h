@@ -14,6 +14,10 @@
 
 #include "nn.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef enum { OPTIM_SGD, OPTIM_ADAM, OPTIM_ADAMW } optim_kind;
 
 typedef struct {
@@ -47,5 +51,9 @@ void optim_free(optim_Optimizer *opt);
  * nothing. apply=false only checks. */
 nn_TensorList optim_state_dict(optim_Optimizer *opt);
 bool optim_load_state_dict(optim_Optimizer *opt, nn_TensorList state, bool apply, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

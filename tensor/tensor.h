@@ -37,6 +37,10 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 #define AC_MAX_DIMS 8
 
 /* ---- shapes and tensor lists as call arguments --------------------------- */
@@ -219,5 +223,9 @@ void torch_print(const Tensor *t);                   /* print(t) */
 void torch_fprint(FILE *f, const Tensor *t);
 char *torch_size_str(const Tensor *t);               /* "torch.Size([6, 3])", arena */
 void torch_print_shape(const Tensor *t);             /* print(t.shape) */
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -532,6 +532,17 @@ START_TEST(test_train_pictures) {
 }
 END_TEST
 
+/* examples/minimal.c, the README's complete program, prints what PyTorch prints. */
+START_TEST(test_minimal_example) {
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s/minimal", build_dir());
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    char *want = read_text(data_path("minimal_expected.txt"));
+    ck_assert_str_eq(out, want);
+    free(out), free(want);
+}
+END_TEST
+
 START_TEST(test_programs_help) {
     static const char *progs[][3] = {{"article", "--svg DIR", "--html FILE"},
                                      {"train", "--temperature X", "--top-k K"},
@@ -569,6 +580,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_article_html);
     tcase_add_test(tc, test_article_html_in_chromium);
     tcase_add_test(tc, test_train_pictures);
+    tcase_add_test(tc, test_minimal_example);
     tcase_add_test(tc, test_programs_help);
     suite_add_tcase(s, tc);
     return s;

@@ -332,9 +332,25 @@ def gen_losses():
     out.close()
 
 
+def gen_minimal():
+    """What examples/minimal.c prints, from PyTorch: the article's SelfAttention, forward and backward."""
+    import contextlib, io
+    torch.manual_seed(123)
+    sa = SelfAttention(3, 2, 4)
+    x = torch.rand(6, 3)
+    context = sa(x)
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        print(context)
+        context.sum().backward()
+        print(sa.W_query.grad)
+    open(os.path.join(OUT, 'minimal_expected.txt'), 'w').write(buf.getvalue())
+
+
 if __name__ == '__main__':
     os.makedirs(OUT, exist_ok=True)
-    what = sys.argv[1:] or ['rng', 'print', 'nn', 'losses']
+    what = sys.argv[1:] or ['rng', 'print', 'nn', 'losses', 'minimal']
+    if 'minimal' in what: gen_minimal()
     if 'rng' in what: gen_rng()
     if 'print' in what: gen_print_records()
     if 'nn' in what: gen_nn()
