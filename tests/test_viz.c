@@ -300,6 +300,12 @@ START_TEST(test_graph_of_toy_lm_and_deep_chain) {
     assert_xml(svg, n, "deep graph");
     ck_assert_int_eq(count(svg, "MulBackward0"), 3000);
     free(svg);
+    /* past 20000 nodes: an error, and nothing leaks (the writer's memory is in the arena) */
+    for (int i = 0; i < 20000; i++) h = torch_mul_scalar(h, 1.0);
+    FILE *null = fopen("/dev/null", "w");
+    EXPECT_ERROR("graph: more than 20000 nodes are too many to draw", ac_graph_svg(null, h, (nn_TensorList){0}));
+    EXPECT_ERROR("graph: more than 20000 nodes are too many to draw", ac_graph_dot(null, h, (nn_TensorList){0}));
+    fclose(null);
 }
 END_TEST
 

@@ -33,10 +33,16 @@ typedef struct {
 
 #define GRAPH_MAX_VERTICES 20000
 
+/* Everything here lives in the arena, between a mark and its release in
+ * ac_graph_dot/svg: an error (too many nodes, out of memory) leaks nothing,
+ * since the caller's release takes it back. */
+static void *alloc(size_t n) { return ac_arena_alloc(n ? n : 1); }
+static void *zalloc(size_t n) { return memset(alloc(n), 0, n ? n : 1); }
+
 static void *grow(void *p, int *cap, size_t elem) {
     int nc = *cap ? *cap * 2 : 64;
-    void *q = realloc(p, elem * (size_t)nc);
-    if (!q) ac_error("graph: out of memory");
+    void *q = alloc(elem * (size_t)nc);
+    if (p) memcpy(q, p, elem * (size_t)*cap);
     *cap = nc;
     return q;
 }
@@ -52,10 +58,8 @@ static int find(const Graph *g, const void *key) {
 }
 
 static void rehash(Graph *g) {
-    free(g->slot);
     g->nslot = g->nslot ? g->nslot * 2 : 256;
-    g->slot = calloc((size_t)g->nslot, sizeof(int));
-    if (!g->slot) ac_error("graph: out of memory");
+    g->slot = zalloc(sizeof(int) * (size_t)g->nslot);
     for (int i = 0; i < g->nv; i++) {
         if (!g->v[i].key) continue;
         size_t h = hash_ptr(g->v[i].key, g->nslot);
@@ -130,8 +134,7 @@ static void build(Graph *g, Tensor *root, nn_TensorList names) {
     snprintf(g->v[out].label[0], sizeof g->v[out].label[0], "output");
     shape_label(g->v[out].label[1], sizeof g->v[out].label[1], root);
     if (!root->requires_grad) return;
-    int *stack = malloc(sizeof(int) * GRAPH_MAX_VERTICES);
-    if (!stack) ac_error("graph: out of memory");
+    int *stack = alloc(sizeof(int) * GRAPH_MAX_VERTICES);
     int sp = 0;
     add_edge(g, vertex_of(g, root, names, stack, &sp), out);
     while (sp > 0) {
@@ -143,11 +146,6 @@ static void build(Graph *g, Tensor *root, nn_TensorList names) {
             add_edge(g, vertex_of(g, in, names, stack, &sp), i);
         }
     }
-    free(stack);
-}
-
-static void free_graph(Graph *g) {
-    free(g->v), free(g->e), free(g->slot);
 }
 
 /* ---- DOT ----------------------------------------------------------------------------------------- */
@@ -164,6 +162,7 @@ static void dot_string(FILE *f, const char *s) {
 }
 
 bool ac_graph_dot(FILE *f, Tensor *root, nn_TensorList names) {
+    ac_mark m = ac_arena_mark();
     Graph g;
     build(&g, root, names);
     fputs("digraph autograd {\n  node [shape=box, style=filled, fontname=monospace, fontsize=12, height=0.2];\n", f);
@@ -177,7 +176,7 @@ bool ac_graph_dot(FILE *f, Tensor *root, nn_TensorList names) {
     }
     for (int k = 0; k < g.ne; k++) fprintf(f, "  n%d -> n%d;\n", g.e[k].from, g.e[k].to);
     fputs("}\n", f);
-    free_graph(&g);
+    ac_arena_release(m);
     return !ferror(f);
 }
 
@@ -200,19 +199,16 @@ typedef struct {
 /* Ranks: the longest path to the output (a vertex sits above everything it
  * feeds). The edges already form a DAG; Kahn's order from the output down. */
 static void assign_ranks(Graph *g) {
-    int *pending = calloc((size_t)g->nv, sizeof(int)), *queue = malloc(sizeof(int) * (size_t)g->nv);
-    if (!pending || !queue) ac_error("graph: out of memory");
+    int *pending = zalloc(sizeof(int) * (size_t)g->nv), *queue = alloc(sizeof(int) * (size_t)g->nv);
     for (int k = 0; k < g->ne; k++) pending[g->e[k].from]++; /* consumers not yet ranked */
     int qh = 0, qt = 0;
     for (int i = 0; i < g->nv; i++)
         if (pending[i] == 0) queue[qt++] = i;
     /* edges grouped by their consumer, so that each vertex relaxes its inputs once */
-    int *start = calloc((size_t)g->nv + 1, sizeof(int)), *by_to = malloc(sizeof(int) * (size_t)(g->ne + 1));
-    if (!start || !by_to) ac_error("graph: out of memory");
+    int *start = zalloc(sizeof(int) * ((size_t)g->nv + 1)), *by_to = alloc(sizeof(int) * (size_t)g->ne);
     for (int k = 0; k < g->ne; k++) start[g->e[k].to + 1]++;
     for (int i = 0; i < g->nv; i++) start[i + 1] += start[i];
-    int *fill = calloc((size_t)g->nv, sizeof(int));
-    if (!fill) ac_error("graph: out of memory");
+    int *fill = zalloc(sizeof(int) * (size_t)g->nv);
     for (int k = 0; k < g->ne; k++) by_to[start[g->e[k].to] + fill[g->e[k].to]++] = k;
     while (qh < qt) {
         int i = queue[qh++];
@@ -222,21 +218,18 @@ static void assign_ranks(Graph *g) {
             if (--pending[from] == 0) queue[qt++] = from;
         }
     }
-    free(pending), free(queue), free(start), free(by_to), free(fill);
 }
 
 static void layout(Graph *g, Layout *L) {
     assign_ranks(g);
     /* break edges that span several ranks with dummy points */
     int ne = g->ne;
-    L->path = malloc(sizeof(int *) * (size_t)(ne ? ne : 1));
-    L->plen = malloc(sizeof(int) * (size_t)(ne ? ne : 1));
-    if (!L->path || !L->plen) ac_error("graph: out of memory");
+    L->path = alloc(sizeof(int *) * (size_t)ne);
+    L->plen = alloc(sizeof(int) * (size_t)ne);
     for (int k = 0; k < ne; k++) {
         int from = g->e[k].from, to = g->e[k].to, span = g->v[from].rank - g->v[to].rank;
         L->plen[k] = span + 1;
-        L->path[k] = malloc(sizeof(int) * (size_t)(span + 1));
-        if (!L->path[k]) ac_error("graph: out of memory");
+        L->path[k] = alloc(sizeof(int) * (size_t)(span + 1));
         L->path[k][0] = from;
         for (int s = 1; s < span; s++) {
             int d = add_vertex(g, V_DUMMY, NULL);
@@ -247,13 +240,11 @@ static void layout(Graph *g, Layout *L) {
     }
     L->nrank = 0;
     for (int i = 0; i < g->nv; i++) L->nrank = g->v[i].rank + 1 > L->nrank ? g->v[i].rank + 1 : L->nrank;
-    L->count = calloc((size_t)L->nrank, sizeof(int));
-    L->row = malloc(sizeof(int *) * (size_t)L->nrank);
-    if (!L->count || !L->row) ac_error("graph: out of memory");
+    L->count = zalloc(sizeof(int) * (size_t)L->nrank);
+    L->row = alloc(sizeof(int *) * (size_t)L->nrank);
     for (int i = 0; i < g->nv; i++) L->count[g->v[i].rank]++;
     for (int r = 0; r < L->nrank; r++) {
-        L->row[r] = malloc(sizeof(int) * (size_t)(L->count[r] ? L->count[r] : 1));
-        if (!L->row[r]) ac_error("graph: out of memory");
+        L->row[r] = alloc(sizeof(int) * (size_t)L->count[r]);
         L->count[r] = 0;
     }
     for (int i = 0; i < g->nv; i++) { /* discovery order first */
@@ -267,9 +258,8 @@ static void layout(Graph *g, Layout *L) {
     }
     /* barycentre sweeps: order each rank by the mean position of its neighbours
      * in the rank below (downward sweep), then above (upward) */
-    double *sum = malloc(sizeof(double) * (size_t)g->nv);
-    int *cnt = malloc(sizeof(int) * (size_t)g->nv);
-    if (!sum || !cnt) ac_error("graph: out of memory");
+    double *sum = alloc(sizeof(double) * (size_t)g->nv);
+    int *cnt = alloc(sizeof(int) * (size_t)g->nv);
     for (int it = 0; it < 8; it++) {
         bool up = it % 2 == 1;
         for (int i = 0; i < g->nv; i++) sum[i] = 0, cnt[i] = 0;
@@ -325,19 +315,13 @@ static void layout(Graph *g, Layout *L) {
             }
         }
     }
-    free(sum), free(cnt);
-}
-
-static void free_layout(Layout *L, int ne) {
-    for (int k = 0; k < ne; k++) free(L->path[k]);
-    for (int r = 0; r < L->nrank; r++) free(L->row[r]);
-    free(L->path), free(L->plen), free(L->row), free(L->count);
 }
 
 #define ROW_H 70.0
 #define BOX_H(v) ((v)->label[1][0] ? 34.0 : 22.0)
 
 bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names) {
+    ac_mark m = ac_arena_mark();
     Graph g;
     build(&g, root, names);
     int ne = g.ne;
@@ -384,7 +368,6 @@ bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names) {
     }
 #undef VY
     svg_end(f);
-    free_layout(&L, ne);
-    free_graph(&g);
+    ac_arena_release(m);
     return !ferror(f);
 }

@@ -61,12 +61,8 @@ static void load_grid(Grid *g, Tensor *w, ac_mask_mode mode) {
     int64_t n = g->H * g->Tq * g->Tk;
     if (n == 0) ac_error("heatmap: nothing to draw in a tensor of shape %s", ac_shape_str(w));
     if (n > (int64_t)1 << 22) ac_error("heatmap: %lld cells are too many to draw (at most 4194304)", (long long)n);
-    g->v = malloc(sizeof(double) * (size_t)n);
-    g->masked = malloc(sizeof(bool) * (size_t)n);
-    if (!g->v || !g->masked) {
-        free(g->v), free(g->masked);
-        ac_error("heatmap: out of memory");
-    }
+    g->v = ac_arena_alloc(sizeof(double) * (size_t)n); /* the caller's ac_heatmap_svg releases them */
+    g->masked = ac_arena_alloc(sizeof(bool) * (size_t)n);
     ac_mark m = ac_arena_mark();
     const float *d = torch_data_float(torch_contiguous(torch_detach(w)));
     for (int64_t i = 0; i < n; i++) g->v[i] = d[i];
@@ -109,6 +105,7 @@ static void cell_text(char *buf, size_t n, double v) {
 bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts) {
     static const ac_heatmap_opts none = {0};
     const ac_heatmap_opts *o = opts ? opts : &none;
+    ac_mark arena = ac_arena_mark();
     Grid g;
     load_grid(&g, weights, o->mask);
     bool values = o->show_values > 0 || (o->show_values < 0 && g.Tq <= 16 && g.Tk <= 16);
@@ -213,7 +210,6 @@ bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts) {
         svg_text(f, left + 20, y + 11, "start", NULL, "masked (by the causal mask: weight 0)");
     }
     svg_end(f);
-    free(g.v);
-    free(g.masked);
+    ac_arena_release(arena);
     return !ferror(f);
 }
