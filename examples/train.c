@@ -14,8 +14,9 @@
  * steps unless --steps is given) and prints a sample. On a terminal it shows a live progress line; piped, it prints
  * exactly the lines toy_lm.py prints. */
 #include <errno.h>
+#include <float.h>
+#include <limits.h>
 #include <math.h>
-#include <setjmp.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +57,7 @@ static const char builtin_text[] =
 
 typedef struct {
     const char *data, *log, *save, *load, *prompt, *plot, *attention_svg;
-    long steps, batch, context, dim, heads, sample, top_k, plot_every;
+    long steps, batch, context, dim, heads, sample, top_k, plot_every, save_every;
     double lr, temperature;
     unsigned long long seed;
     bool sample_given, steps_given;
@@ -77,7 +78,9 @@ static void usage(FILE *f) {
             "  --seed N           torch.manual_seed (default 123)\n"
             "attention.c's own:\n"
             "  --log FILE         one \"step N loss X\" line per step\n"
-            "  --save FILE        save model, Adam state, step and generator at the end, on Ctrl-C or on an error\n"
+            "  --save FILE        save model, Adam state, step and generator at the end, on Ctrl-C, SIGTERM,\n"
+            "                     SIGHUP or an error (always a whole step); the path is checked before training\n"
+            "  --save-every N     also save every N steps (default 0: only at the end)\n"
             "  --load FILE        resume from a --save file: the following steps equal an uninterrupted run\n"
             "  --sample N         after training, generate N characters (default 0; 300 on the built-in text)\n"
             "  --prompt TEXT      what the sample continues from (default \"A\"); characters not in the text are skipped\n"
@@ -138,6 +141,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--plot") == 0) a->plot = v;
         else if (strcmp(f, "--attention-svg") == 0) a->attention_svg = v;
         else if (strcmp(f, "--plot-every") == 0) ok = parse_long(f, v, 1, &a->plot_every);
+        else if (strcmp(f, "--save-every") == 0) ok = parse_long(f, v, 0, &a->save_every);
         else if (strcmp(f, "--steps") == 0) { ok = parse_long(f, v, 0, &a->steps); a->steps_given = true; }
         else if (strcmp(f, "--batch") == 0) ok = parse_long(f, v, 1, &a->batch);
         else if (strcmp(f, "--context") == 0) ok = parse_long(f, v, 1, &a->context);
@@ -145,15 +149,24 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--heads") == 0) ok = parse_long(f, v, 1, &a->heads);
         else if (strcmp(f, "--sample") == 0) { ok = parse_long(f, v, 0, &a->sample); a->sample_given = true; }
         else if (strcmp(f, "--top-k") == 0) ok = parse_long(f, v, 0, &a->top_k);
-        else if (strcmp(f, "--lr") == 0) ok = parse_double(f, v, -1e-300, &a->lr);
+        else if (strcmp(f, "--lr") == 0) {
+            ok = parse_double(f, v, -1e-300, &a->lr);
+            if (ok && a->lr > FLT_MAX) { /* Adam computes in float32: such an lr is inf there */
+                fprintf(stderr, "train: --lr %s is not finite in float32 (at most %g)\n", v, (double)FLT_MAX);
+                ok = false;
+            }
+        }
         else if (strcmp(f, "--temperature") == 0) ok = parse_double(f, v, 0.0, &a->temperature);
         else if (strcmp(f, "--seed") == 0) {
+            /* torch.manual_seed takes -2^63 .. 2^64-1; a negative seed wraps modulo 2^64 */
             char *end;
             errno = 0;
-            long long s = strtoll(v, &end, 10);
-            ok = !errno && end != v && !*end;
-            if (!ok) fprintf(stderr, "train: --seed expects an integer, got '%s'\n", v);
-            a->seed = (unsigned long long)s; /* negative seeds wrap modulo 2^64, as in torch.manual_seed */
+            unsigned long long u = 0;
+            if (v[0] == '-') u = (unsigned long long)strtoll(v, &end, 10);
+            else u = v[0] == '+' ? (errno = EINVAL, 0) : strtoull(v, &end, 10);
+            ok = !errno && end != v && !*end && !(v[0] >= 'a' || v[0] == ' ');
+            if (!ok) fprintf(stderr, "train: --seed expects an integer from -2^63 to 2^64-1, got '%s'\n", v);
+            a->seed = u;
         } else {
             fprintf(stderr, "train: unknown flag %s\n", f);
             return false;
@@ -167,26 +180,25 @@ static bool parse_args(int argc, char **argv, Args *a) {
     return true;
 }
 
+/* The whole file, or NULL with a message saying why (a directory, a read error). */
 static char *read_file(const char *path, size_t *len) {
     FILE *f = fopen(path, "rb");
     if (!f) {
-        fprintf(stderr, "train: cannot open %s: %s\n", path, strerror(errno));
+        fprintf(stderr, "train: cannot open --data %s: %s\n", path, strerror(errno));
         return NULL;
     }
     size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    while (buf) {
+    char *buf = ac_malloc(cap);
+    for (;;) {
         n += fread(buf + n, 1, cap - n, f);
         if (n < cap) break;
-        char *nb = realloc(buf, cap * 2);
-        if (!nb) { free(buf); buf = NULL; break; }
-        buf = nb;
+        buf = ac_realloc(buf, ac_size_mul(cap, 2));
         cap *= 2;
     }
-    bool bad = ferror(f);
+    int e = ferror(f) ? errno : 0;
     fclose(f);
-    if (!buf || bad) {
-        fprintf(stderr, "train: cannot read %s\n", path);
+    if (e || (n == 0 && e)) {
+        fprintf(stderr, "train: cannot read --data %s: %s\n", path, strerror(e ? e : EIO));
         free(buf);
         return NULL;
     }
@@ -200,143 +212,15 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-/* ---- checkpoints ------------------------------------------------------------------------------ */
-
-/* The generator's state as an int64 tensor: 624 words, left, next, cache flag, cache bits. */
-static Tensor *rng_state(void) {
-    Tensor *t = torch_empty(SHAPE(628), AC_INT64);
-    int64_t *p = torch_data_long(t);
-    const torch_Generator *g = &torch_default_generator;
-    for (int i = 0; i < 624; i++) p[i] = g->st[i];
-    p[624] = g->left;
-    p[625] = g->next;
-    p[626] = g->has_next_double_normal;
-    memcpy(&p[627], &g->next_double_normal, sizeof(double));
-    return t;
-}
-
-static bool rng_restore(Tensor *t, char *err, size_t errlen) {
-    if (t->dtype != AC_INT64 || t->ndim != 1 || t->shape[0] != 628) {
-        snprintf(err, errlen, "rng_state must be an I64 tensor of 628 values");
-        return false;
-    }
-    const int64_t *p = torch_data_long(t);
-    if (p[624] < 1 || p[624] > 624 || p[625] < 0 || p[625] > 623) {
-        snprintf(err, errlen, "rng_state holds an invalid generator position");
-        return false;
-    }
-    torch_Generator *g = &torch_default_generator;
-    for (int i = 0; i < 624; i++) g->st[i] = (uint32_t)p[i];
-    g->left = (int)p[624];
-    g->next = (int)p[625];
-    g->has_next_double_normal = p[626] != 0;
-    memcpy(&g->next_double_normal, &p[627], sizeof(double));
-    return true;
-}
-
-/* JSON-free text of the vocabulary: the characters themselves, in order. */
-static char *vocab_string(const CharText *ct) {
-    char *s = ac_arena_alloc((size_t)ct->vocab_size * 4 + 1), *o = s;
-    for (int64_t i = 0; i < ct->vocab_size; i++) o += chartext_decode(ct, i, o);
-    *o = 0;
-    return s;
-}
-
-static bool save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, long step,
-                            const Args *a) {
-    ac_mark m = ac_arena_mark();
-    nn_TensorList sd = nn_state_dict(&model->module), os = optim_state_dict(opt);
-    int n = sd.n + os.n + 1;
-    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)n);
-    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
-    int k = 0;
-    for (int i = 0; i < sd.n; i++, k++) names[k] = sd.names[i], ts[k] = sd.tensors[i];
-    for (int i = 0; i < os.n; i++, k++) {
-        char *nm = ac_arena_alloc(strlen(os.names[i]) + 7);
-        sprintf(nm, "optim.%s", os.names[i]);
-        names[k] = nm, ts[k] = os.tensors[i];
-    }
-    names[k] = "rng_state", ts[k++] = rng_state();
-    char steps[32], dims[128];
-    snprintf(steps, sizeof steps, "%ld", step);
-    snprintf(dims, sizeof dims, "%ld %ld %ld %ld", a->context, a->dim, a->heads, (long)ct->vocab_size);
-    const char *meta[] = {"format", "attention.c ToyLM checkpoint", "step", steps,
-                          "context dim heads vocab_size", dims, "vocab", vocab_string(ct)};
-    char err[512];
-    bool ok = safetensors_save(path, (nn_TensorList){k, names, ts}, 4, meta, err, sizeof err);
-    if (!ok) fprintf(stderr, "train: --save: %s\n", err);
-    ac_arena_release(m);
-    return ok;
-}
-
-/* Loads into model and optimizer only if everything in the file fits. */
-static bool load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, long *step,
-                            const Args *a) {
-    ac_mark m = ac_arena_mark();
-    safetensors_File f;
-    char err[512];
-    bool ok = safetensors_load(path, &f, err, sizeof err);
-    const char *vocab = ok ? safetensors_meta(&f, "vocab") : NULL;
-    if (ok && vocab && strcmp(vocab, vocab_string(ct)) != 0) {
-        snprintf(err, sizeof err, "the checkpoint was trained on a different character vocabulary");
-        ok = false;
-    }
-    /* the sizes it was trained with (--heads changes no shape, so the shapes alone cannot tell) */
-    const char *sizes = ok ? safetensors_meta(&f, "context dim heads vocab_size") : NULL;
-    long ctx = 0, dim = 0, heads = 0, vs = 0;
-    if (ok && sizes && sscanf(sizes, "%ld %ld %ld %ld", &ctx, &dim, &heads, &vs) == 4 &&
-        (ctx != a->context || dim != a->dim || heads != a->heads)) {
-        snprintf(err, sizeof err, "the checkpoint was trained with --context %ld --dim %ld --heads %ld; this run has "
-                 "--context %ld --dim %ld --heads %ld", ctx, dim, heads, a->context, a->dim, a->heads);
-        ok = false;
-    }
-    const char *const ignore[] = {"optim.", "rng_state", NULL};
-    if (ok) ok = safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, false, err, sizeof err);
-    /* the optimizer's part, without the "optim." prefix */
-    int n_opt = 0;
-    const char **onames = ac_arena_alloc(sizeof(char *) * (size_t)(f.tensors.n + 1));
-    Tensor **ots = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f.tensors.n + 1));
-    for (int i = 0; ok && i < f.tensors.n; i++)
-        if (strncmp(f.tensors.names[i], "optim.", 6) == 0) {
-            onames[n_opt] = f.tensors.names[i] + 6;
-            ots[n_opt++] = f.tensors.tensors[i];
-        }
-    nn_TensorList ostate = {n_opt, onames, ots};
-    if (ok) ok = optim_load_state_dict(opt, ostate, false, err, sizeof err);
-    Tensor *rng = ok ? safetensors_get(&f, "rng_state") : NULL;
-    torch_Generator saved = torch_default_generator;
-    if (ok && rng) ok = rng_restore(rng, err, sizeof err);
-    long s = 0;
-    const char *st = ok ? safetensors_meta(&f, "step") : NULL;
-    if (ok && st) {
-        char *end;
-        s = strtol(st, &end, 10);
-        if (*end || s < 0) {
-            snprintf(err, sizeof err, "bad step \"%s\" in the metadata", st);
-            ok = false;
-        }
-    }
-    if (!ok) {
-        torch_default_generator = saved;
-        fprintf(stderr, "train: --load %s: %s\n", path, err);
-        ac_arena_release(m);
-        return false;
-    }
-    safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, true, err, sizeof err);
-    optim_load_state_dict(opt, ostate, true, err, sizeof err);
-    *step = s;
-    ac_arena_release(m);
-    return true;
-}
-
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
-/* The prompt's characters as tokens (malloc'd, room for `extra` more); those
- * not in the vocabulary are skipped with a message; an empty prompt is token 0. */
+static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
+
+/* The prompt's characters as tokens (in the arena, room for `extra` more);
+ * those not in the vocabulary are skipped with a message; an empty prompt is token 0. */
 static int64_t *encode_prompt(const CharText *ct, const char *prompt, int64_t extra, int64_t *len) {
     size_t plen = strlen(prompt);
-    int64_t *ids = malloc(sizeof(int64_t) * ((size_t)plen + (size_t)extra + 1));
-    if (!ids) return NULL;
+    int64_t *ids = ac_arena_alloc(ac_size_mul(plen + (size_t)extra + 1, sizeof(int64_t)));
     *len = 0;
     for (size_t at = 0; at < plen;) {
         uint32_t cp;
@@ -355,15 +239,16 @@ static int64_t *encode_prompt(const CharText *ct, const char *prompt, int64_t ex
     return ids;
 }
 
+/* Generates n characters; Ctrl-C stops it at the next one. */
 static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long n, double temperature, long top_k) {
+    ac_mark whole = ac_arena_mark();
     int64_t ctx = model->context_length, len = 0;
     int64_t *ids = encode_prompt(ct, prompt, n, &len);
-    if (!ids) return;
     nn_eval(&model->module);
     bool prev = torch_no_grad_enter();                                     /* with torch.no_grad(): */
     char buf[5];
     for (int64_t i = 0; i < len; i++) fwrite(buf, 1, (size_t)chartext_decode(ct, ids[i], buf), stdout);
-    for (long s = 0; s < n; s++) {
+    for (long s = 0; s < n && !interrupted; s++) {
         ac_mark m = ac_arena_mark();
         int64_t start = len > ctx ? len - ctx : 0, t = len - start;
         Tensor *idx = torch_tensor_long(ids + start, SHAPE(1, t));        /* idx_cond = idx[:, -context:] */
@@ -388,7 +273,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
     printf("\n");
     torch_no_grad_exit(prev);
     nn_train(&model->module, true);
-    free(ids);
+    ac_arena_release(whole);
 }
 
 /* ---- pictures -------------------------------------------------------------------------------------------- */
@@ -435,7 +320,6 @@ static bool draw_heatmap(FILE *f, void *u) { return ac_heatmap_svg(f, ((HeatmapA
 static bool attention_svg(const char *path, nn_ToyLM *model, const CharText *ct, const char *prompt, long step) {
     ac_mark m = ac_arena_mark();
     int64_t len = 0, *ids = encode_prompt(ct, prompt, 0, &len);
-    if (!ids) return false;
     int64_t start = len > model->context_length ? len - model->context_length : 0, t = len - start;
     nn_eval(&model->module);
     bool prev = torch_no_grad_enter();
@@ -457,51 +341,100 @@ static bool attention_svg(const char *path, nn_ToyLM *model, const CharText *ct,
                      {.title = title, .row_labels = labels, .col_labels = labels, .show_values = -1}};
     bool ok = ac_write_file_atomic(path, draw_heatmap, &h);
     if (!ok) fprintf(stderr, "train: cannot write --attention-svg %s: %s\n", path, strerror(errno));
-    free(ids);
     ac_arena_release(m);
     return ok;
 }
 
-/* ---- errors and Ctrl-C: save the work first ---------------------------------------------------------- */
+/* ---- errors and signals: save the work first ------------------------------------------------------------- */
 
-static volatile sig_atomic_t interrupted;
-static void on_sigint(int sig) { interrupted = 1; }
+/* What the error handler and the signals need to see. */
+static struct {
+    enum { SETUP, TRAINING, UPDATING, SAMPLING } phase;
+    const Args *a;
+    nn_ToyLM *model;
+    optim_Optimizer *opt;
+    const CharText *ct;
+    long step;                /* the last whole step */
+    torch_Generator gen_step; /* the generator as that step left it */
+} run;
 
-static jmp_buf on_error;
+static void on_signal(int sig) { interrupted = sig; }
+
+static bool save(const char *path) {
+    char err[512];
+    torch_Generator now = torch_default_generator;
+    torch_default_generator = run.gen_step; /* the generator of the last whole step */
+    bool ok = toylm_save_checkpoint(path, run.model, run.opt, run.ct, run.step, err, sizeof err);
+    torch_default_generator = now;
+    if (!ok) fprintf(stderr, "train: --save: %s\n", err);
+    return ok;
+}
+
+/* An error anywhere (a bad size, out of memory, ...): say it, save the last
+ * whole step when there is one and --save asks for it, exit 1. It exits from
+ * here rather than jumping back, so nothing half-built is left behind. */
 static void error_handler(const char *msg, void *user) {
+    static int depth;
+    if (depth++) { /* an error while saving after an error */
+        fprintf(stderr, "train: error while saving: %s\n", msg);
+        exit(1);
+    }
+    if (run.phase == SAMPLING) putchar('\n'); /* end the half-written sample line */
+    fflush(stdout);
     fprintf(stderr, "train: error: %s\n", msg);
-    longjmp(on_error, 1);
+    const char *path = run.a ? run.a->save : NULL;
+    if (path && run.phase == UPDATING)
+        fprintf(stderr, "train: not saved: the error came in the middle of step %ld's update; %s is left as it was\n",
+                run.step + 1, path);
+    else if (path && run.phase == TRAINING && save(path))
+        fprintf(stderr, "train: saved the model at step %ld to %s\n", run.step, path);
+    exit(1);
+}
+
+/* --save FILE must be writable before hours of training: FILE.tmp (where a
+ * save goes first; a stale one from a killed run is replaced) is created and removed. */
+static bool check_writable(const char *path) {
+    char *tmp = ac_malloc(strlen(path) + 5);
+    sprintf(tmp, "%s.tmp", path);
+    FILE *f = fopen(tmp, "wb");
+    int e = errno;
+    if (f) fclose(f), remove(tmp);
+    else fprintf(stderr, "train: cannot write --save %s (%s: %s)\n", path, tmp, strerror(e));
+    free(tmp);
+    return f != NULL;
 }
 
 int main(int argc, char **argv) {
+    ac_set_error_handler(error_handler, NULL); /* from the start: every failure gets a message and exit 1 */
     Args a;
     if (!parse_args(argc, argv, &a)) {
         usage(stderr);
         return 2;
     }
+    run.a = &a;
     size_t len = 0;
     char *text = NULL;
     if (a.data) {
         if (!(text = read_file(a.data, &len))) return 1;
     } else {
         len = sizeof builtin_text - 1;
-        text = malloc(len);
-        if (!text) return 1;
+        text = ac_malloc(len);
         memcpy(text, builtin_text, len);
         if (!a.sample_given) a.sample = 300;
         if (!a.steps_given) a.steps = 1500; /* the demo: enough steps for a sample that reads like words (~3 s) */
     }
     CharText ct;
-    char err[128];
+    char err[512];
     bool ok = chartext_init(&ct, text, len, err, sizeof err);
     free(text);
     if (!ok) {
         fprintf(stderr, "train: %s: %s\n", a.data ? a.data : "built-in text", err);
         return 1;
     }
+    run.ct = &ct;
     if (ct.n <= a.context) {
-        fprintf(stderr, "train: the text has %lld characters; --context %ld needs at least %ld\n", (long long)ct.n,
-                a.context, a.context + 1);
+        fprintf(stderr, "train: the text has %lld characters; --context %ld needs more than that\n", (long long)ct.n,
+                a.context);
         chartext_free(&ct);
         return 1;
     }
@@ -511,9 +444,9 @@ int main(int argc, char **argv) {
         chartext_free(&ct);
         return 1;
     }
-
-    static Curve curve; /* static: intact after a longjmp from the error handler */
-    if (a.plot && !write_curve(a.plot, &curve)) { /* a path that cannot be written fails now, not after training */
+    static Curve curve;
+    if ((a.plot && !write_curve(a.plot, &curve)) || (a.save && !check_writable(a.save))) {
+        /* a path that cannot be written fails now, not after training */
         if (log) fclose(log);
         chartext_free(&ct);
         return 1;
@@ -522,25 +455,32 @@ int main(int argc, char **argv) {
     torch_manual_seed(a.seed);                                         /* torch.manual_seed(a.seed) */
     nn_ToyLM *model = nn_ToyLM_new(ct.vocab_size, a.context, a.dim, a.heads); /* model = ToyLM(len(chars), ...) */
     optim_Optimizer *opt = optim_Adam(nn_named_parameters(&model->module), a.lr, 0.9, 0.999, 1e-8, 0.0, false);
-    long step0 = 0;
+    run.model = model, run.opt = opt;
+    int64_t step0 = 0;
     int rc = 0;
-    if (a.load && !load_checkpoint(a.load, model, opt, &ct, &step0, &a)) {
+    if (a.load && !toylm_load_checkpoint(a.load, model, opt, &ct, &step0, err, sizeof err)) {
+        fprintf(stderr, "train: --load %s: %s\n", a.load, err);
+        rc = 1;
+        goto done;
+    }
+    if (step0 > LONG_MAX - a.steps) {
+        fprintf(stderr, "train: the checkpoint is at step %lld; %ld more steps would overflow the step count\n",
+                (long long)step0, a.steps);
         rc = 1;
         goto done;
     }
     bool tty = isatty(fileno(stdout));
-    signal(SIGINT, on_sigint);
-    ac_set_error_handler(error_handler, NULL);
-    volatile long step = step0; /* read after a longjmp from the error handler */
-    long last_step = step0 + a.steps;
-    if (setjmp(on_error)) { /* an error inside a step: the weights are those of the last whole step */
-        rc = 1;
-        if (a.save && save_checkpoint(a.save, model, opt, &ct, step, &a))
-            fprintf(stderr, "train: saved the model at step %ld to %s\n", step, a.save);
-        goto done;
-    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+#ifdef SIGHUP
+    signal(SIGHUP, on_signal);
+#endif
+    long step = (long)step0, last_step = (long)step0 + a.steps;
+    run.step = step;
+    run.gen_step = torch_default_generator;
+    run.phase = TRAINING;
     double t0 = now_seconds(), last_loss = NAN;
-    for (long s = step0 + 1; s <= last_step && !interrupted; s++) {   /* for step in range(1, a.steps + 1): */
+    for (long s = step + 1; s <= last_step && !interrupted; s++) {     /* for step in range(1, a.steps + 1): */
         ac_mark m = ac_arena_mark();
         Tensor *x, *y;
         toylm_get_batch(&ct, a.batch, a.context, &x, &y);              /* ix = torch.randint(...); x, y = ... */
@@ -549,42 +489,55 @@ int main(int argc, char **argv) {
             torch_view(logits, SHAPE(-1, ct.vocab_size)), torch_view(y, SHAPE(-1)), -100); /* logits.view(-1, len(chars)), y.view(-1)) */
         optim_zero_grad(opt);                                          /* opt.zero_grad() */
         torch_backward(loss, NULL);                                    /* loss.backward() */
+        run.phase = UPDATING;
         optim_step(opt);                                               /* opt.step() */
+        run.phase = TRAINING;
         double l = torch_item(loss);
         last_loss = l;
-        step = s;
-        if (log) fprintf(log, "step %ld loss %.6f\n", s, l);
+        step = run.step = s;
+        run.gen_step = torch_default_generator;
+        char ls[32];
+        snprintf(ls, sizeof ls, isnan(l) ? "nan" : "%.6f", l);         /* Python prints nan, never -nan */
+        if (log) fprintf(log, "step %ld loss %s\n", s, ls);
         if (a.plot && curve_add(&curve, s, l) && (s - step0) % a.plot_every == 0) write_curve(a.plot, &curve);
         if (tty) {
             double el = now_seconds() - t0, done_steps = (double)(s - step0);
             double tps = done_steps * (double)(a.batch * a.context) / (el > 0 ? el : 1e-9);
             double left = el / done_steps * (double)(last_step - s);
-            printf("\rstep %ld/%ld  loss %.6f  %.0f tokens/s  %.1f s left   ", s, last_step, l, tps, left);
+            printf("\rstep %ld/%ld  loss %s  %.0f tokens/s  %.1f s left   ", s, last_step, ls, tps, left);
             fflush(stdout);
         } else {
-            printf("step %ld loss %.6f\n", s, l);                      /* print(f"step {step} loss {loss.item():.6f}") */
+            printf("step %ld loss %s\n", s, ls);                       /* print(f"step {step} loss {loss.item():.6f}") */
         }
         ac_arena_release(m);
+        if (a.save && a.save_every > 0 && (s - step0) % a.save_every == 0 && s < last_step && !save(a.save)) rc = 1;
     }
+    run.phase = SETUP;
     if (tty && step > step0) { /* the progress line gives way to a summary that keeps the last loss */
         double el = now_seconds() - t0;
-        printf("\rtrained steps %ld..%ld in %.2f s (%.2f ms/step), final loss %.6f%s\n", step0 + 1, step, el,
-               1e3 * el / (double)(step - step0), curve.n ? curve.loss[curve.n - 1] : last_loss,
-               interrupted ? ", stopped by Ctrl-C" : "          ");
+        printf("\rtrained steps %lld..%ld in %.2f s (%.2f ms/step), final loss %.6f%s\n", (long long)step0 + 1, step,
+               el, 1e3 * el / (double)(step - step0), last_loss, interrupted ? ", stopped" : "          ");
     }
     if (a.plot && step > step0 && !write_curve(a.plot, &curve)) rc = 1;
-    if (a.save && !save_checkpoint(a.save, model, opt, &ct, step, &a)) rc = 1;
-    if (interrupted)
-        fprintf(stderr, "train: interrupted after step %ld%s%s\n", (long)step, a.save && rc == 0 ? "; saved to " : "",
-                a.save && rc == 0 ? a.save : "");
+    if (a.save && !save(a.save)) rc = 1;
+    if (interrupted) {
+        fprintf(stderr, "train: stopped by signal %d after step %ld%s%s\n", (int)interrupted, step,
+                a.save && rc == 0 ? "; saved to " : "", a.save && rc == 0 ? a.save : "");
+        rc = 128 + (int)interrupted; /* as a shell reports a process a signal ended */
+    }
     if (a.attention_svg && !interrupted && !attention_svg(a.attention_svg, model, &ct, a.prompt ? a.prompt : "A", step))
         rc = 1;
     if (a.sample > 0 && !interrupted) {
         if (a.sample_given || !a.data) printf("--- sample ---\n");
+        run.phase = SAMPLING;
         sample(model, &ct, a.prompt ? a.prompt : "A", a.sample, a.temperature, a.top_k);
+        run.phase = SETUP;
+        if (interrupted) {
+            fprintf(stderr, "train: sampling stopped by signal %d\n", (int)interrupted);
+            rc = 128 + (int)interrupted;
+        }
     }
 done:
-    ac_set_error_handler(NULL, NULL);
     if (log && fclose(log) != 0) {
         fprintf(stderr, "train: writing --log %s failed\n", a.log);
         rc = 1;

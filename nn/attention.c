@@ -7,9 +7,7 @@
 #include "nn.h"
 
 static void *alloc_module(size_t n) {
-    void *p = calloc(1, n);
-    if (!p) ac_error("nn: out of memory");
-    return p;
+    return ac_calloc(1, n);
 }
 
 /* W_query, W_key, W_value = nn.Parameter(torch.rand(...)), in that order. */

@@ -7,9 +7,7 @@
 
 #define NEW(T) ((T *)nn_alloc_(sizeof(T)))
 static void *nn_alloc_(size_t n) {
-    void *p = calloc(1, n);
-    if (!p) ac_error("nn: out of memory");
-    return p;
+    return ac_calloc(1, n);
 }
 
 /* ---- Linear ----------------------------------------------------------------------------- */

@@ -6,19 +6,7 @@
 
 #include "nn.h"
 
-static char *dup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *p = malloc(n);
-    if (!p) ac_error("nn: out of memory");
-    memcpy(p, s, n);
-    return p;
-}
-
-static void *grow(void *arr, int n, size_t elem) {
-    void *p = realloc(arr, (size_t)(n + 1) * elem);
-    if (!p) ac_error("nn: out of memory");
-    return p;
-}
+static void *grow(void *arr, int n, size_t elem) { return ac_realloc(arr, ac_size_mul((size_t)n + 1, elem)); }
 
 Tensor *nn_Parameter(Tensor *data) {
     ac_check_defined(data, "Parameter");
@@ -38,20 +26,20 @@ void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward) {
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
     Tensor *p = nn_Parameter(data);
     m->params = grow(m->params, m->n_params, sizeof *m->params);
-    m->params[m->n_params++] = (nn_Named){dup(name), p};
+    m->params[m->n_params++] = (nn_Named){ac_strdup(name), p};
     return p;
 }
 
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) {
     Tensor *b = torch_persist(data);
     m->buffers = grow(m->buffers, m->n_buffers, sizeof *m->buffers);
-    m->buffers[m->n_buffers++] = (nn_Named){dup(name), b};
+    m->buffers[m->n_buffers++] = (nn_Named){ac_strdup(name), b};
     return b;
 }
 
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child) {
     m->children = grow(m->children, m->n_children, sizeof *m->children);
-    m->children[m->n_children++] = (nn_Child){dup(name), child};
+    m->children[m->n_children++] = (nn_Child){ac_strdup(name), child};
     return child;
 }
 
@@ -150,8 +138,7 @@ void nn_free(nn_Module *m) {
 /* ---- ModuleList ---------------------------------------------------------------------- */
 
 nn_ModuleList *nn_ModuleList_new(void) {
-    nn_ModuleList *l = malloc(sizeof *l);
-    if (!l) ac_error("nn: out of memory");
+    nn_ModuleList *l = ac_malloc(sizeof *l);
     nn_module_init(&l->module, "ModuleList", NULL);
     return l;
 }

@@ -2,12 +2,17 @@
  * small strict JSON parser: any surprise is an error message, never a crash,
  * and nothing is copied anywhere until the whole file has been checked. */
 #include <errno.h>
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <unistd.h>
+#endif
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "safetensors.h"
+#include "toy_lm.h" /* chartext_utf8_next */
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
@@ -27,6 +32,32 @@ static bool host_little_endian(void) {
     return *(const uint8_t *)&one == 1;
 }
 
+/* fsync, where there is one: a save survives a power cut once it returns. */
+static bool sync_file(FILE *f) {
+#if defined(__unix__) || defined(__APPLE__)
+    return fsync(fileno(f)) == 0 || errno == EINVAL; /* EINVAL: a file that cannot be synced (a pipe) */
+#else
+    (void)f;
+    return true;
+#endif
+}
+
+static void sync_dir_of(const char *path) {
+#if defined(__unix__) || defined(__APPLE__)
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        fsync(fd);
+        close(fd);
+    }
+#else
+    (void)path;
+#endif
+}
+
 /* ---- writing ------------------------------------------------------------------------------- */
 
 typedef struct { char *s; size_t n, cap; bool oom; } Str;
@@ -35,7 +66,7 @@ static void sputs(Str *b, const char *s) {
     if (b->n + k + 1 > b->cap) {
         size_t cap = b->cap ? b->cap * 2 : 1024;
         while (cap < b->n + k + 1) cap *= 2;
-        char *ns = realloc(b->s, cap);
+        char *ns = ac_try_realloc(b->s, cap);
         if (!ns) { b->oom = true; return; }
         b->s = ns;
         b->cap = cap;
@@ -93,7 +124,7 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
     if (h.oom) { free(h.s); snprintf(err, errlen, "safetensors: out of memory"); return false; }
 
     size_t plen = strlen(path);
-    char *tmp = malloc(plen + 5);
+    char *tmp = ac_try_malloc(plen + 5);
     if (!tmp) { free(h.s); snprintf(err, errlen, "safetensors: out of memory"); return false; }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
@@ -116,6 +147,7 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
         ac_arena_release(m);
     }
     ok = (fflush(f) == 0) && ok;
+    ok = sync_file(f) && ok; /* on disk before the rename makes it the checkpoint */
     ok = (fclose(f) == 0) && ok;
     free(h.s);
     if (!ok) {
@@ -131,10 +163,17 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
         return false;
     }
     free(tmp);
+    sync_dir_of(path); /* and the rename itself */
     return true;
 }
 
-/* ---- reading --------------------------------------------------------------------------------- */
+/* ---- reading ---------------------------------------------------------------------------------
+ * As the reference implementation validates: the header is strict JSON in
+ * UTF-8 (no raw control characters, only valid escapes, no lone surrogates,
+ * no duplicate keys), every dtype known, every shape's byte size without
+ * overflow and equal to its data_offsets range, and the ranges, sorted,
+ * start at 0, touch end to start (no overlap, no gap) and end exactly at the
+ * end of the file. Then the data is read. */
 
 typedef struct { const char *p, *end; } Cur;
 
@@ -145,56 +184,78 @@ static bool lit(Cur *c, char ch) {
     return false;
 }
 
-/* A JSON string into the arena (escapes \" \\ \/ \b \f \n \r \t \uXXXX for ASCII/BMP). */
+static int hex4(const char *s) {
+    int v = 0;
+    for (int k = 0; k < 4; k++) {
+        char h = s[k];
+        int d = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        if (d < 0) return -1;
+        v = v * 16 + d;
+    }
+    return v;
+}
+
+static char *put_cp(char *o, uint32_t v) {
+    if (v < 0x80) *o++ = (char)v;
+    else if (v < 0x800) *o++ = (char)(0xC0 | (v >> 6)), *o++ = (char)(0x80 | (v & 0x3F));
+    else if (v < 0x10000)
+        *o++ = (char)(0xE0 | (v >> 12)), *o++ = (char)(0x80 | ((v >> 6) & 0x3F)), *o++ = (char)(0x80 | (v & 0x3F));
+    else
+        *o++ = (char)(0xF0 | (v >> 18)), *o++ = (char)(0x80 | ((v >> 12) & 0x3F)),
+        *o++ = (char)(0x80 | ((v >> 6) & 0x3F)), *o++ = (char)(0x80 | (v & 0x3F));
+    return o;
+}
+
+/* A JSON string into the arena; NULL for anything JSON does not allow, and for
+ * \u0000 (a C string cannot hold it). The header was checked to be UTF-8. */
 static char *jstring(Cur *c) {
     ws(c);
     if (c->p >= c->end || *c->p != '"') return NULL;
-    c->p++;
-    const char *start = c->p;
-    size_t cap = 1;
-    while (c->p < c->end && *c->p != '"') {
-        if (*c->p == '\\') c->p++;
-        c->p++;
-        cap += 4;
-    }
+    const char *s = ++c->p;
+    while (c->p < c->end && *c->p != '"') c->p += *c->p == '\\' ? 2 : 1;
     if (c->p >= c->end) return NULL;
-    char *out = ac_arena_alloc(cap), *o = out;
-    for (const char *s = start; s < c->p; s++) {
-        if (*s != '\\') { *o++ = *s; continue; }
+    const char *e = c->p++;
+    char *out = ac_arena_alloc((size_t)(e - s) + 1), *o = out; /* escapes never grow */
+    while (s < e) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch < 0x20) return NULL; /* raw control characters are not JSON */
+        if (ch != '\\') { *o++ = *s++; continue; }
         s++;
-        switch (*s) {
-        case '"': case '\\': case '/': *o++ = *s; break;
+        switch (*s++) {
+        case '"': *o++ = '"'; break;
+        case '\\': *o++ = '\\'; break;
+        case '/': *o++ = '/'; break;
         case 'b': *o++ = '\b'; break;
         case 'f': *o++ = '\f'; break;
         case 'n': *o++ = '\n'; break;
         case 'r': *o++ = '\r'; break;
         case 't': *o++ = '\t'; break;
         case 'u': {
-            if (c->p - s < 5) return NULL;
-            unsigned v = 0;
-            for (int k = 1; k <= 4; k++) {
-                char h = s[k];
-                v = v * 16 + (unsigned)(h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10
-                                        : h >= 'A' && h <= 'F' ? h - 'A' + 10 : 99);
-                if (v > 0xFFFF) return NULL;
-            }
+            int v = e - s >= 4 ? hex4(s) : -1;
+            if (v <= 0) return NULL; /* not 4 hex digits, or NUL */
             s += 4;
-            if (v < 0x80) *o++ = (char)v;
-            else if (v < 0x800) { *o++ = (char)(0xC0 | (v >> 6)); *o++ = (char)(0x80 | (v & 0x3F)); }
-            else { *o++ = (char)(0xE0 | (v >> 12)); *o++ = (char)(0x80 | ((v >> 6) & 0x3F)); *o++ = (char)(0x80 | (v & 0x3F)); }
+            uint32_t cp = (uint32_t)v;
+            if (v >= 0xDC00 && v <= 0xDFFF) return NULL; /* a low surrogate alone */
+            if (v >= 0xD800 && v <= 0xDBFF) {            /* a high one needs its low one */
+                int lo = e - s >= 6 && s[0] == '\\' && s[1] == 'u' ? hex4(s + 2) : -1;
+                if (lo < 0xDC00 || lo > 0xDFFF) return NULL;
+                cp = 0x10000 + (((uint32_t)v - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
+                s += 6;
+            }
+            o = put_cp(o, cp);
             break;
         }
         default: return NULL;
         }
     }
     *o = 0;
-    c->p++;
     return out;
 }
 
 static bool juint(Cur *c, uint64_t *v) {
     ws(c);
     if (c->p >= c->end || *c->p < '0' || *c->p > '9') return false;
+    if (*c->p == '0' && c->p + 1 < c->end && c->p[1] >= '0' && c->p[1] <= '9') return false; /* no leading zeros */
     uint64_t x = 0;
     while (c->p < c->end && *c->p >= '0' && *c->p <= '9') {
         if (x > (UINT64_MAX - 9) / 10) return false;
@@ -204,8 +265,180 @@ static bool juint(Cur *c, uint64_t *v) {
     return true;
 }
 
+typedef struct {
+    const char *name;
+    ac_dtype dtype;
+    int nd;
+    int64_t shape[AC_MAX_DIMS];
+    uint64_t begin, end;
+} Entry;
+
+/* Growable arena arrays (the old copy stays in the arena until the release). */
+static void *grow_arena(void *old, int n, int *cap, size_t elem) {
+    if (n < *cap) return old;
+    int nc = *cap ? *cap * 2 : 16;
+    void *p = ac_arena_alloc(elem * (size_t)nc);
+    if (old) memcpy(p, old, elem * (size_t)n);
+    *cap = nc;
+    return p;
+}
+
+/* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}: each key once, all three. */
+static bool parse_entry(Cur *c, Entry *en, char *err, size_t errlen) {
+    const char *name = en->name;
+    bool seen[3] = {false, false, false};
+    char *dtype = NULL;
+    if (!lit(c, '{')) goto bad;
+    do {
+        char *key = jstring(c);
+        if (!key || !lit(c, ':')) goto bad;
+        int k = strcmp(key, "dtype") == 0 ? 0 : strcmp(key, "shape") == 0 ? 1 : strcmp(key, "data_offsets") == 0 ? 2 : -1;
+        if (k < 0) { snprintf(err, errlen, "unexpected key \"%s\" in entry \"%s\"", key, name); return false; }
+        if (seen[k]) { snprintf(err, errlen, "entry \"%s\" has the key \"%s\" twice", name, key); return false; }
+        seen[k] = true;
+        if (k == 0 && !(dtype = jstring(c))) goto bad;
+        if (k == 1) {
+            if (!lit(c, '[')) goto bad;
+            en->nd = 0;
+            if (!lit(c, ']')) {
+                do {
+                    uint64_t v;
+                    if (en->nd == AC_MAX_DIMS || !juint(c, &v) || v > (uint64_t)INT64_MAX) goto bad_shape;
+                    en->shape[en->nd++] = (int64_t)v;
+                } while (lit(c, ','));
+                if (!lit(c, ']')) goto bad_shape;
+            }
+        }
+        if (k == 2 && (!lit(c, '[') || !juint(c, &en->begin) || !lit(c, ',') || !juint(c, &en->end) || !lit(c, ']')))
+            goto bad;
+    } while (lit(c, ','));
+    if (!lit(c, '}')) goto bad;
+    if (!seen[0] || !seen[1] || !seen[2]) {
+        snprintf(err, errlen, "entry \"%s\" lacks dtype, shape or data_offsets", name);
+        return false;
+    }
+    size_t di = 0;
+    while (di < N_DTYPES && strcmp(dtype, dtypes[di].tag) != 0) di++;
+    if (di == N_DTYPES) {
+        snprintf(err, errlen, "tensor \"%s\" has dtype %.16s; attention.c reads F32, F64, I64, I32 and BOOL", name, dtype);
+        return false;
+    }
+    en->dtype = dtypes[di].dtype;
+    /* its size in bytes, without overflow, must be its range's */
+    uint64_t bytes = ac_dtype_size(en->dtype);
+    bool zero = false;
+    for (int d = 0; d < en->nd; d++) zero = zero || en->shape[d] == 0;
+    for (int d = 0; d < en->nd && !zero; d++) {
+        if (bytes > UINT64_MAX / (uint64_t)en->shape[d]) goto bad_shape;
+        bytes *= (uint64_t)en->shape[d];
+    }
+    if (zero) bytes = 0;
+    if (en->end < en->begin || en->end - en->begin != bytes) {
+        snprintf(err, errlen, "tensor \"%s\": data_offsets [%llu, %llu] do not fit its %s shape", name,
+                 (unsigned long long)en->begin, (unsigned long long)en->end, dtypes[di].tag);
+        return false;
+    }
+    return true;
+bad_shape:
+    snprintf(err, errlen, "bad shape for \"%s\" (at most %d dims, a byte size that fits 64 bits)", name, AC_MAX_DIMS);
+    return false;
+bad:
+    snprintf(err, errlen, "corrupt entry for \"%s\"", name);
+    return false;
+}
+
+static int cmp_range(const void *a, const void *b) {
+    const Entry *x = *(const Entry *const *)a, *y = *(const Entry *const *)b;
+    return x->begin != y->begin ? (x->begin < y->begin ? -1 : 1) : (x->end > y->end) - (x->end < y->end);
+}
+
+/* The header's JSON object: metadata and entries, every key once. */
+static bool parse_header(Cur *c, safetensors_File *out, Entry **entries, int *n_entries, char *err, size_t errlen) {
+    int cap = 0, n = 0, mcap = 0;
+    Entry *es = NULL;
+    bool have_meta = false;
+    if (!lit(c, '{')) { snprintf(err, errlen, "corrupt header (expected a JSON object)"); return false; }
+    if (!lit(c, '}')) {
+        do {
+            char *name = jstring(c);
+            if (!name || !lit(c, ':')) { snprintf(err, errlen, "corrupt header (expected \"name\": {...})"); return false; }
+            if (strcmp(name, "__metadata__") == 0) {
+                if (have_meta) { snprintf(err, errlen, "__metadata__ appears twice"); return false; }
+                have_meta = true;
+                if (!lit(c, '{')) { snprintf(err, errlen, "corrupt __metadata__"); return false; }
+                if (lit(c, '}')) continue;
+                do {
+                    char *k = jstring(c), *v;
+                    if (!k || !lit(c, ':') || !(v = jstring(c))) {
+                        snprintf(err, errlen, "corrupt __metadata__ entry (keys and values are JSON strings)");
+                        return false;
+                    }
+                    for (int i = 0; i < out->n_meta; i++)
+                        if (strcmp(out->meta_keys[i], k) == 0) {
+                            snprintf(err, errlen, "__metadata__ has the key \"%s\" twice", k);
+                            return false;
+                        }
+                    int kc = mcap;
+                    out->meta_keys = grow_arena(out->meta_keys, out->n_meta, &kc, sizeof(char *));
+                    out->meta_values = grow_arena(out->meta_values, out->n_meta, &mcap, sizeof(char *));
+                    out->meta_keys[out->n_meta] = k;
+                    out->meta_values[out->n_meta++] = v;
+                } while (lit(c, ','));
+                if (!lit(c, '}')) { snprintf(err, errlen, "corrupt __metadata__ (expected '}')"); return false; }
+                continue;
+            }
+            for (int k = 0; k < n; k++)
+                if (strcmp(es[k].name, name) == 0) { snprintf(err, errlen, "tensor \"%s\" appears twice", name); return false; }
+            es = grow_arena(es, n, &cap, sizeof(Entry));
+            memset(&es[n], 0, sizeof es[n]);
+            es[n].name = name;
+            if (!parse_entry(c, &es[n], err, errlen)) return false;
+            n++;
+        } while (lit(c, ','));
+        if (!lit(c, '}')) { snprintf(err, errlen, "corrupt header (expected '}' or ',')"); return false; }
+    }
+    ws(c);
+    if (c->p != c->end) { snprintf(err, errlen, "corrupt header (trailing bytes after the JSON object)"); return false; }
+    *entries = es;
+    *n_entries = n;
+    return true;
+}
+
+/* Sorted by offset, the ranges must tile [0, data_len) exactly. */
+static bool check_ranges(Entry *es, int n, uint64_t data_len, char *err, size_t errlen) {
+    Entry **by = ac_arena_alloc(sizeof(Entry *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) by[i] = &es[i];
+    qsort(by, (size_t)n, sizeof *by, cmp_range);
+    uint64_t at = 0;
+    for (int i = 0; i < n; i++) {
+        if (by[i]->begin < at) {
+            snprintf(err, errlen, "tensor \"%s\" (bytes %llu..%llu) overlaps \"%s\"", by[i]->name,
+                     (unsigned long long)by[i]->begin, (unsigned long long)by[i]->end, by[i - 1]->name);
+            return false;
+        }
+        if (by[i]->begin > at) {
+            snprintf(err, errlen, "%llu bytes before tensor \"%s\" belong to no tensor",
+                     (unsigned long long)(by[i]->begin - at), by[i]->name);
+            return false;
+        }
+        at = by[i]->end;
+    }
+    if (at > data_len) {
+        snprintf(err, errlen, "truncated: the tensors need %llu bytes of data, the file holds %llu",
+                 (unsigned long long)at, (unsigned long long)data_len);
+        return false;
+    }
+    if (at != data_len) {
+        snprintf(err, errlen, "the tensors cover %llu bytes but the file holds %llu bytes of data",
+                 (unsigned long long)at, (unsigned long long)data_len);
+        return false;
+    }
+    return true;
+}
+
 bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
+    char why[400];
     FILE *f = fopen(path, "rb");
     char *hdr = NULL;
     if (!f) { snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)); return false; }
@@ -213,127 +446,40 @@ bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t
     if (fread(len8, 1, 8, f) != 8) FAIL("%s: not a safetensors file (shorter than its 8-byte header length)", path);
     uint64_t hlen = 0;
     for (int i = 0; i < 8; i++) hlen |= (uint64_t)len8[i] << (8 * i);
-    if (fseek(f, 0, SEEK_END) != 0) FAIL("%s: cannot seek", path);
+    if (fseek(f, 0, SEEK_END) != 0) FAIL("%s: cannot seek (%s)", path, strerror(errno));
     long fsize = ftell(f);
     if (fsize < 0) FAIL("%s: cannot tell its size", path);
     if (hlen < 2 || hlen > (uint64_t)fsize - 8 || hlen > (100u << 20))
         FAIL("%s: corrupt safetensors header length %llu for a file of %ld bytes", path, (unsigned long long)hlen, fsize);
-    hdr = malloc((size_t)hlen);
-    if (!hdr) FAIL("%s: out of memory for a %llu-byte header", path, (unsigned long long)hlen);
+    if (!(hdr = ac_try_malloc((size_t)hlen)))
+        FAIL("%s: not enough memory: you tried to allocate %llu bytes", path, (unsigned long long)hlen);
     if (fseek(f, 8, SEEK_SET) != 0 || fread(hdr, 1, (size_t)hlen, f) != hlen) FAIL("%s: truncated header", path);
-    uint64_t data_len = (uint64_t)fsize - 8 - hlen;
-
-    Cur c = {hdr, hdr + hlen};
-    int cap = 16, n = 0, mcap = 4;
-    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)cap);
-    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)cap);
-    out->meta_keys = ac_arena_alloc(sizeof(char *) * (size_t)mcap);
-    out->meta_values = ac_arena_alloc(sizeof(char *) * (size_t)mcap);
-    uint64_t covered = 0;
-    if (!lit(&c, '{')) FAIL("%s: corrupt header (expected a JSON object)", path);
-    if (!lit(&c, '}')) {
-        do {
-            char *name = jstring(&c);
-            if (!name || !lit(&c, ':')) FAIL("%s: corrupt header (expected \"name\": {...})", path);
-            if (strcmp(name, "__metadata__") == 0) {
-                if (!lit(&c, '{')) FAIL("%s: corrupt __metadata__", path);
-                if (!lit(&c, '}')) {
-                    do {
-                        char *k = jstring(&c), *v;
-                        if (!k || !lit(&c, ':') || !(v = jstring(&c))) FAIL("%s: corrupt __metadata__ entry", path);
-                        if (out->n_meta == mcap) {
-                            const char **nk = ac_arena_alloc(sizeof(char *) * (size_t)mcap * 2);
-                            const char **nv = ac_arena_alloc(sizeof(char *) * (size_t)mcap * 2);
-                            memcpy(nk, out->meta_keys, sizeof(char *) * (size_t)mcap);
-                            memcpy(nv, out->meta_values, sizeof(char *) * (size_t)mcap);
-                            out->meta_keys = nk;
-                            out->meta_values = nv;
-                            mcap *= 2;
-                        }
-                        out->meta_keys[out->n_meta] = k;
-                        out->meta_values[out->n_meta++] = v;
-                    } while (lit(&c, ','));
-                    if (!lit(&c, '}')) FAIL("%s: corrupt __metadata__ (expected '}')", path);
-                }
-                continue;
-            }
-            char dtype[8] = "";
-            int64_t shape[AC_MAX_DIMS];
-            int nd = -1;
-            uint64_t begin = 0, endo = 0;
-            bool have_off = false;
-            if (!lit(&c, '{')) FAIL("%s: corrupt entry for \"%s\"", path, name);
-            do {
-                char *key = jstring(&c);
-                if (!key || !lit(&c, ':')) FAIL("%s: corrupt entry for \"%s\"", path, name);
-                if (strcmp(key, "dtype") == 0) {
-                    char *v = jstring(&c);
-                    if (!v || strlen(v) >= sizeof dtype) FAIL("%s: bad dtype for \"%s\"", path, name);
-                    strcpy(dtype, v);
-                } else if (strcmp(key, "shape") == 0) {
-                    if (!lit(&c, '[')) FAIL("%s: bad shape for \"%s\"", path, name);
-                    nd = 0;
-                    if (!lit(&c, ']')) {
-                        do {
-                            uint64_t v;
-                            if (nd == AC_MAX_DIMS || !juint(&c, &v) || v > ((uint64_t)1 << 40))
-                                FAIL("%s: bad shape for \"%s\"", path, name);
-                            shape[nd++] = (int64_t)v;
-                        } while (lit(&c, ','));
-                        if (!lit(&c, ']')) FAIL("%s: bad shape for \"%s\"", path, name);
-                    }
-                } else if (strcmp(key, "data_offsets") == 0) {
-                    if (!lit(&c, '[') || !juint(&c, &begin) || !lit(&c, ',') || !juint(&c, &endo) || !lit(&c, ']'))
-                        FAIL("%s: bad data_offsets for \"%s\"", path, name);
-                    have_off = true;
-                } else {
-                    FAIL("%s: unexpected key \"%s\" in entry \"%s\"", path, key, name);
-                }
-            } while (lit(&c, ','));
-            if (!lit(&c, '}')) FAIL("%s: corrupt entry for \"%s\" (expected '}')", path, name);
-            if (nd < 0 || !have_off || !dtype[0]) FAIL("%s: entry \"%s\" lacks dtype, shape or data_offsets", path, name);
-            size_t di = 0;
-            while (di < N_DTYPES && strcmp(dtype, dtypes[di].tag) != 0) di++;
-            if (di == N_DTYPES)
-                FAIL("%s: tensor \"%s\" has dtype %s; attention.c reads F32, F64, I64, I32 and BOOL", path, name, dtype);
-            ac_dtype dt = dtypes[di].dtype;
-            size_t es = ac_dtype_size(dt);
-            uint64_t numel = 1;
-            for (int d = 0; d < nd; d++) numel *= (uint64_t)shape[d];
-            if (numel > ((uint64_t)1 << 40) || endo < begin || endo - begin != numel * es)
-                FAIL("%s: tensor \"%s\": data_offsets [%llu, %llu] do not fit its %s shape", path, name,
-                     (unsigned long long)begin, (unsigned long long)endo, dtype);
-            if (endo > data_len)
-                FAIL("%s: truncated: tensor \"%s\" ends at byte %llu of the data, which has %llu bytes", path, name,
-                     (unsigned long long)endo, (unsigned long long)data_len);
-            for (int k = 0; k < n; k++)
-                if (strcmp(names[k], name) == 0) FAIL("%s: tensor \"%s\" appears twice", path, name);
-            Tensor *t = torch_empty(nd, shape, dt);
-            if (fseek(f, (long)(8 + hlen + begin), SEEK_SET) != 0 || fread(t->data, 1, (size_t)(endo - begin), f) != endo - begin)
-                FAIL("%s: truncated data for \"%s\"", path, name);
-            if (dt == AC_BOOL)
-                for (uint64_t k = 0; k < numel; k++)
-                    if (((uint8_t *)t->data)[k] > 1) FAIL("%s: tensor \"%s\" holds a BOOL that is not 0 or 1", path, name);
-            if (n == cap) {
-                const char **nn = ac_arena_alloc(sizeof(char *) * (size_t)cap * 2);
-                Tensor **nt = ac_arena_alloc(sizeof(Tensor *) * (size_t)cap * 2);
-                memcpy(nn, names, sizeof(char *) * (size_t)cap);
-                memcpy(nt, ts, sizeof(Tensor *) * (size_t)cap);
-                names = nn;
-                ts = nt;
-                cap *= 2;
-            }
-            names[n] = name;
-            ts[n++] = t;
-            covered += endo - begin;
-        } while (lit(&c, ','));
-        if (!lit(&c, '}')) FAIL("%s: corrupt header (expected '}' or ',')", path);
+    for (size_t i = 0; i < hlen;) { /* the header is UTF-8 text */
+        uint32_t cp;
+        int k = chartext_utf8_next(hdr + i, (size_t)hlen - i, &cp);
+        if (k == 0) FAIL("%s: corrupt header (invalid UTF-8 at byte %zu)", path, i);
+        i += (size_t)k;
     }
-    ws(&c);
-    if (c.p != c.end) FAIL("%s: corrupt header (trailing bytes after the JSON object)", path);
-    if (covered != data_len)
-        FAIL("%s: the tensors cover %llu bytes but the file holds %llu bytes of data", path,
-             (unsigned long long)covered, (unsigned long long)data_len);
+    uint64_t data_len = (uint64_t)fsize - 8 - hlen;
+    Cur c = {hdr, hdr + hlen};
+    Entry *es;
+    int n;
+    if (!parse_header(&c, out, &es, &n, why, sizeof why)) FAIL("%s: %s", path, why);
+    if (!check_ranges(es, n, data_len, why, sizeof why)) FAIL("%s: %s", path, why);
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)(n ? n : 1));
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n ? n : 1));
+    for (int i = 0; i < n; i++) {
+        Entry *e = &es[i];
+        Tensor *t = torch_empty(e->nd, e->shape, e->dtype); /* at most the file's size: the ranges fit in it */
+        size_t bytes = (size_t)(e->end - e->begin);
+        if (fseek(f, (long)(8 + hlen + e->begin), SEEK_SET) != 0 || fread(t->data, 1, bytes, f) != bytes)
+            FAIL("%s: truncated data for \"%s\"", path, e->name);
+        if (e->dtype == AC_BOOL)
+            for (size_t k = 0; k < bytes; k++)
+                if (((uint8_t *)t->data)[k] > 1) FAIL("%s: tensor \"%s\" holds a BOOL that is not 0 or 1", path, e->name);
+        names[i] = e->name;
+        ts[i] = t;
+    }
     free(hdr);
     fclose(f);
     out->tensors = (nn_TensorList){n, names, ts};

@@ -7,8 +7,7 @@
 static Tensor *toylm_fwd(nn_Module *m, Tensor *x) { return nn_ToyLM_forward((nn_ToyLM *)m, x); }
 
 nn_ToyLM *nn_ToyLM_new(int64_t vocab_size, int64_t context_length, int64_t d_model, int64_t num_heads) {
-    nn_ToyLM *m = calloc(1, sizeof *m);
-    if (!m) ac_error("ToyLM: out of memory");
+    nn_ToyLM *m = ac_calloc(1, sizeof *m);
     nn_module_init(&m->module, "ToyLM", toylm_fwd);
     m->vocab_size = vocab_size;
     m->context_length = context_length;
@@ -59,8 +58,7 @@ int chartext_utf8_next(const char *str, size_t len, uint32_t *cp) {
 
 bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_t errlen) {
     memset(ct, 0, sizeof *ct);
-    uint32_t *cps = malloc(sizeof(uint32_t) * (len ? len : 1));
-    if (!cps) ac_error("chartext: out of memory");
+    uint32_t *cps = ac_calloc(len, sizeof(uint32_t));
     int64_t n = 0;
     for (size_t i = 0; i < len;) {
         int k = chartext_utf8_next(bytes + i, len - i, &cps[n]);
@@ -72,8 +70,7 @@ bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_
         i += (size_t)k;
         n++;
     }
-    uint32_t *sorted = malloc(sizeof(uint32_t) * (size_t)(n ? n : 1));
-    if (!sorted) ac_error("chartext: out of memory");
+    uint32_t *sorted = ac_calloc((size_t)n, sizeof(uint32_t));
     memcpy(sorted, cps, sizeof(uint32_t) * (size_t)n);
     qsort(sorted, (size_t)n, sizeof(uint32_t), cmp_u32);
     int64_t v = 0;

@@ -9,6 +9,7 @@
 #define ATTENTION_TOY_LM_H
 
 #include "nn.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -45,6 +46,19 @@ int chartext_utf8_next(const char *s, size_t len, uint32_t *cp);
 /* ix = torch.randint(len(data) - context, (batch,))
  * x = torch.stack([data[i:i + context] for i in ix]); y = the same shifted by one */
 void toylm_get_batch(const CharText *ct, int64_t batch, int64_t context, Tensor **x, Tensor **y);
+
+/* Checkpoints (safetensors, nn/checkpoint.c): the state_dict under PyTorch's
+ * names, Adam's state as "optim.state.<i>.<name>", the default generator as
+ * "rng_state", and in the metadata "format", "step", "context dim heads
+ * vocab_size", "vocab" (readable) and "vocab_codepoints" (exact). A save goes
+ * to PATH.tmp, is synced to disk and renamed over PATH. A load requires every
+ * one of those keys, checks sizes, vocabulary, shapes and the generator's
+ * state, and only then changes model, optimizer and generator; else false
+ * and the reason in err, nothing changed. */
+bool toylm_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
+                           char *err, size_t errlen);
+bool toylm_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t *step,
+                           char *err, size_t errlen);
 
 #ifdef __cplusplus
 }

@@ -9,20 +9,14 @@
 
 #include "optim.h"
 
-static void *xcalloc(size_t n, size_t s) {
-    void *p = calloc(n ? n : 1, s);
-    if (!p) ac_error("optim: out of memory");
-    return p;
-}
-
 static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, double weight_decay) {
     if (!(lr >= 0.0)) ac_error("optim: Invalid learning rate: %g", lr);
     if (!(weight_decay >= 0.0)) ac_error("optim: Invalid weight_decay value: %g", weight_decay);
     if (params.n == 0) ac_error("optim: optimizer got an empty parameter list");
-    optim_Optimizer *o = xcalloc(1, sizeof *o);
+    optim_Optimizer *o = ac_calloc(1, sizeof *o);
     o->kind = kind;
     o->n_params = params.n;
-    o->params = xcalloc((size_t)params.n, sizeof(Tensor *));
+    o->params = ac_calloc((size_t)params.n, sizeof(Tensor *));
     for (int i = 0; i < params.n; i++) {
         Tensor *p = params.tensors[i];
         if (!p || !p->requires_grad || p->grad_fn)
@@ -32,11 +26,11 @@ static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, d
     }
     o->lr = lr;
     o->weight_decay = weight_decay;
-    o->step = xcalloc((size_t)params.n, sizeof(double));
-    o->exp_avg = xcalloc((size_t)params.n, sizeof(Tensor *));
-    o->exp_avg_sq = xcalloc((size_t)params.n, sizeof(Tensor *));
-    o->max_exp_avg_sq = xcalloc((size_t)params.n, sizeof(Tensor *));
-    o->momentum_buffer = xcalloc((size_t)params.n, sizeof(Tensor *));
+    o->step = ac_calloc((size_t)params.n, sizeof(double));
+    o->exp_avg = ac_calloc((size_t)params.n, sizeof(Tensor *));
+    o->exp_avg_sq = ac_calloc((size_t)params.n, sizeof(Tensor *));
+    o->max_exp_avg_sq = ac_calloc((size_t)params.n, sizeof(Tensor *));
+    o->momentum_buffer = ac_calloc((size_t)params.n, sizeof(Tensor *));
     return o;
 }
 

@@ -17,33 +17,61 @@ static size_t nblocks, blocks_cap;
 static size_t cur;   /* block being filled */
 static size_t used;  /* bytes used in blocks[cur] */
 
-static size_t round_up(size_t n) { return (n + AC_ALIGN - 1) & ~(size_t)(AC_ALIGN - 1); }
+/* Under AddressSanitizer every byte of a block that no live allocation owns is
+ * poisoned: the unused tail, the padding after each allocation, everything a
+ * release hands back. A read past the end of a tensor then fails loudly, as
+ * it would with malloc. */
+#if defined(__SANITIZE_ADDRESS__)
+#define AC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC_ASAN 1
+#endif
+#endif
+#ifdef AC_ASAN
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define POISON(p, n) __asan_poison_memory_region((p), (n))
+#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
+static size_t round_up(size_t n) {
+    if (n > SIZE_MAX - AC_ALIGN) ac_out_of_memory(n, 1);
+    return (n + AC_ALIGN - 1) & ~(size_t)(AC_ALIGN - 1);
+}
+
+/* A new block, or an error that leaves the arena as it was. */
 static char *new_block_memory(size_t cap) {
-    return aligned_alloc(AC_ALIGN, round_up(cap)); /* C11; cap is a multiple of 64 */
+    char *p = ac_alloc_should_fail() ? NULL : aligned_alloc(AC_ALIGN, cap); /* C11; cap is a multiple of 64 */
+    if (!p) ac_out_of_memory(cap, 1);
+    POISON(p, cap);
+    return p;
 }
 
 void *ac_arena_alloc(size_t bytes) {
-    size_t n = round_up(bytes ? bytes : 1);
+    size_t want = bytes ? bytes : 1, n = round_up(want);
     if (nblocks > 0 && used + n <= blocks[cur].cap) {
-        void *p = blocks[cur].mem + used;
+        char *p = blocks[cur].mem + used;
         used += n;
+        UNPOISON(p, want);
         return p;
     }
-    /* Move on to the next block, reusing a released one when it is big enough. */
+    /* Move on to the next block, reusing a released one when it is big enough.
+     * Every allocation that can fail comes before any change to the arena. */
     size_t next = nblocks == 0 ? 0 : cur + 1;
     if (next < nblocks && blocks[next].cap < n) {
+        size_t old = blocks[next].cap, cap = old <= SIZE_MAX / 2 && old * 2 >= n ? old * 2 : n;
+        char *mem = new_block_memory(cap);
         free(blocks[next].mem);
-        size_t cap = n > blocks[next].cap * 2 ? n : blocks[next].cap * 2;
-        blocks[next].mem = new_block_memory(cap);
+        blocks[next].mem = mem;
         blocks[next].cap = cap;
-        if (!blocks[next].mem) ac_error("arena: out of memory allocating %zu bytes", cap);
     } else if (next >= nblocks) {
         if (nblocks == blocks_cap) {
             size_t nc = blocks_cap ? blocks_cap * 2 : 16;
-            Block *nb = realloc(blocks, nc * sizeof *nb);
-            if (!nb) ac_error("arena: out of memory growing the block list");
-            blocks = nb;
+            blocks = ac_realloc(blocks, ac_size_mul(nc, sizeof *blocks));
             blocks_cap = nc;
         }
         size_t cap = nblocks == 0 ? AC_FIRST_BLOCK : blocks[nblocks - 1].cap * 2;
@@ -51,11 +79,11 @@ void *ac_arena_alloc(size_t bytes) {
         if (cap < n) cap = n;
         blocks[nblocks].mem = new_block_memory(cap);
         blocks[nblocks].cap = cap;
-        if (!blocks[nblocks].mem) ac_error("arena: out of memory allocating %zu bytes", cap);
         nblocks++;
     }
     cur = next;
     used = n;
+    UNPOISON(blocks[cur].mem, want);
     return blocks[cur].mem;
 }
 
@@ -65,6 +93,10 @@ void ac_arena_release(ac_mark m) {
     if (m.block > cur || (m.block == cur && m.used > used))
         ac_error("ac_arena_release: the mark (block %zu, %zu bytes) is newer than the arena "
                  "(block %zu, %zu bytes); was it released twice?", m.block, m.used, cur, used);
+    if (nblocks > 0) { /* what the release hands back is poisoned again */
+        POISON(blocks[m.block].mem + m.used, blocks[m.block].cap - m.used);
+        for (size_t b = m.block + 1; b <= cur; b++) POISON(blocks[b].mem, blocks[b].cap);
+    }
     cur = m.block;
     used = m.used;
 }
@@ -82,7 +114,10 @@ size_t ac_arena_bytes_reserved(void) {
 }
 
 void ac_shutdown(void) {
-    for (size_t i = 0; i < nblocks; i++) free(blocks[i].mem);
+    for (size_t i = 0; i < nblocks; i++) {
+        UNPOISON(blocks[i].mem, blocks[i].cap);
+        free(blocks[i].mem);
+    }
     free(blocks);
     blocks = NULL;
     nblocks = blocks_cap = cur = used = 0;

@@ -31,7 +31,13 @@ Tensor *ac_new_like(const Tensor *t);                       /* float32, t's shap
 Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape,
                    const int64_t *stride, int64_t offset);  /* shares storage */
 void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
-int64_t ac_shape_numel(int ndim, const int64_t *shape);
+int64_t ac_shape_numel(int ndim, const int64_t *shape); /* error on overflow */
+bool ac_alloc_should_fail(void);                        /* counts an allocation (fault injection) */
+void ac_out_of_memory(uint64_t n, size_t elem_size)     /* "not enough memory: you tried to allocate N bytes" */
+#if defined(__GNUC__)
+    __attribute__((noreturn))
+#endif
+    ;
 const char *ac_dtype_name(ac_dtype d);
 
 /* Contiguous float data of t (t itself when contiguous, else a copy). */

@@ -76,6 +76,9 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
 Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
     ac_check_float(weight, "embedding");
     if (weight->ndim != 2) ac_error("embedding: 'weight' must be 2-D (got %s)", ac_shape_str(weight));
+    if (padding_idx < -1 || padding_idx >= weight->shape[0]) /* -1: none (C has no None) */
+        ac_error("embedding: Padding_idx must be within num_embeddings (padding_idx=%lld, num_embeddings=%lld)",
+                 (long long)padding_idx, (long long)weight->shape[0]);
     Tensor *idx = checked_indices(indices, weight->shape[0], false, "embedding");
     if (idx->ndim + 1 > AC_MAX_DIMS) ac_error("embedding: indices have too many dimensions");
     int64_t cnt = torch_numel(idx), dim = weight->shape[1], shape[AC_MAX_DIMS];

@@ -19,8 +19,8 @@ static void put(Buf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (b->n + n + 1 > cap) cap *= 2;
-        char *ns = realloc(b->s, cap);
-        if (!ns) { free(b->s); ac_error("print: out of memory"); }
+        char *ns = ac_alloc_should_fail() ? NULL : realloc(b->s, cap);
+        if (!ns) { free(b->s); ac_out_of_memory(cap, 1); }
         b->s = ns;
         b->cap = cap;
     }
@@ -57,8 +57,8 @@ typedef struct { double *v; int64_t n, cap; } Vals;
 static void push_val(Vals *vs, double x) {
     if (vs->n == vs->cap) {
         vs->cap = vs->cap ? vs->cap * 2 : 64;
-        double *nv = realloc(vs->v, (size_t)vs->cap * sizeof(double));
-        if (!nv) { free(vs->v); ac_error("print: out of memory"); }
+        double *nv = ac_alloc_should_fail() ? NULL : realloc(vs->v, (size_t)vs->cap * sizeof(double));
+        if (!nv) { free(vs->v); ac_out_of_memory((size_t)vs->cap, sizeof(double)); }
         vs->v = nv;
     }
     vs->v[vs->n++] = x;

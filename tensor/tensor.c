@@ -19,12 +19,6 @@ const char *ac_dtype_name(ac_dtype d) {
     return names[d];
 }
 
-int64_t ac_shape_numel(int ndim, const int64_t *shape) {
-    int64_t n = 1;
-    for (int i = 0; i < ndim; i++) n *= shape[i];
-    return n;
-}
-
 void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
@@ -55,7 +49,7 @@ static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
 Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape) {
     check_shape(ndim, shape, "tensor");
     Tensor *t = header(dtype, ndim, shape);
-    t->data = ac_arena_alloc((size_t)ac_shape_numel(ndim, shape) * ac_dtype_size(dtype));
+    t->data = ac_arena_alloc(ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype)));
     return t;
 }
 
@@ -345,10 +339,12 @@ Tensor *torch_copy_(Tensor *dst, Tensor *src) {
 
 Tensor *torch_persist(Tensor *t) {
     ac_check_defined(t, "torch_persist");
-    size_t bytes = (size_t)torch_numel(t) * ac_dtype_size(t->dtype);
+    size_t bytes = ac_size_mul((size_t)torch_numel(t), ac_dtype_size(t->dtype));
     size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
-    char *mem = aligned_alloc(64, (head + bytes + 63) & ~(size_t)63);
-    if (!mem) ac_error("torch_persist: out of memory for %zu bytes", bytes);
+    if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
+    size_t total = (head + bytes + 63) & ~(size_t)63;
+    char *mem = ac_alloc_should_fail() ? NULL : aligned_alloc(64, total);
+    if (!mem) ac_out_of_memory(total, 1);
     Tensor *p = (Tensor *)mem;
     memset(p, 0, sizeof *p);
     p->dtype = t->dtype;

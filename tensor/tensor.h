@@ -82,6 +82,19 @@ size_t ac_arena_bytes_in_use(void);
 size_t ac_arena_bytes_reserved(void);
 void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, not initialised */
 void ac_shutdown(void);               /* releases all arena blocks */
+/* The library's allocator: never NULL; a failure or a size that overflows is an
+ * error "not enough memory: you tried to allocate N bytes". */
+void *ac_malloc(size_t bytes);
+void *ac_calloc(size_t n, size_t elem_size);
+void *ac_realloc(void *p, size_t bytes);
+char *ac_strdup(const char *s);
+void *ac_try_malloc(size_t bytes);                   /* NULL on failure, for code that reports errors itself */
+void *ac_try_realloc(void *p, size_t bytes);
+size_t ac_size_mul(size_t n, size_t elem_size);       /* n * elem_size, or that error */
+/* Fault injection, for tests: the n-th allocation from now fails (0: none).
+ * AC_FAIL_ALLOC=n in the environment does the same from the process's start. */
+void ac_fail_alloc_at(uint64_t n);
+uint64_t ac_alloc_count(void);                       /* allocations so far (malloc'd and arena blocks) */
 Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */
 

@@ -1,0 +1,186 @@
+/* ToyLM checkpoints: the model's state_dict, Adam's state ("optim."), the
+ * generator ("rng_state"), and in the metadata the step, the sizes and the
+ * vocabulary, so that a resumed run prints what an uninterrupted one prints.
+ * A load checks everything, every key it relies on included, before it
+ * changes anything. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "optim.h"
+#include "safetensors.h"
+#include "toy_lm.h"
+
+#define FORMAT "attention.c ToyLM checkpoint"
+
+/* The generator's state as an int64 tensor: 624 words, left, next, cache flag, cache bits. */
+static Tensor *rng_state(void) {
+    Tensor *t = torch_empty(SHAPE(628), AC_INT64);
+    int64_t *p = torch_data_long(t);
+    const torch_Generator *g = &torch_default_generator;
+    for (int i = 0; i < 624; i++) p[i] = g->st[i];
+    p[624] = g->left;
+    p[625] = g->next;
+    p[626] = g->has_next_double_normal;
+    memcpy(&p[627], &g->next_double_normal, sizeof(double));
+    return t;
+}
+
+static bool rng_check(const Tensor *t, char *err, size_t errlen) {
+    if (!t) {
+        snprintf(err, errlen, "the checkpoint has no rng_state (without it a resumed run draws other batches)");
+        return false;
+    }
+    if (t->dtype != AC_INT64 || t->ndim != 1 || t->shape[0] != 628) {
+        snprintf(err, errlen, "rng_state must be an I64 tensor of 628 values");
+        return false;
+    }
+    const int64_t *p = t->data;
+    for (int i = 0; i < 624; i++)
+        if (p[i] < 0 || p[i] > (int64_t)UINT32_MAX) {
+            snprintf(err, errlen, "rng_state holds a generator word out of range");
+            return false;
+        }
+    if (p[624] < 1 || p[624] > 624 || p[625] < 0 || p[625] > 623 || (p[626] != 0 && p[626] != 1)) {
+        snprintf(err, errlen, "rng_state holds an invalid generator position");
+        return false;
+    }
+    return true;
+}
+
+static void rng_restore(const Tensor *t) {
+    const int64_t *p = t->data;
+    torch_Generator *g = &torch_default_generator;
+    for (int i = 0; i < 624; i++) g->st[i] = (uint32_t)p[i];
+    g->left = (int)p[624];
+    g->next = (int)p[625];
+    g->has_next_double_normal = p[626] != 0;
+    memcpy(&g->next_double_normal, &p[627], sizeof(double));
+}
+
+/* The vocabulary, exactly: its code points in decimal ("10 32 33 ..."), and
+ * readable: the characters themselves (a NUL shown as U+2400). */
+static char *vocab_codepoints(const CharText *ct) {
+    char *s = ac_arena_alloc(ac_size_mul((size_t)ct->vocab_size, 8) + 1), *o = s;
+    for (int64_t i = 0; i < ct->vocab_size; i++) o += sprintf(o, "%s%u", i ? " " : "", (unsigned)ct->chars[i]);
+    *o = 0;
+    return s;
+}
+
+static char *vocab_text(const CharText *ct) {
+    char *s = ac_arena_alloc(ac_size_mul((size_t)ct->vocab_size, 4) + 1), *o = s;
+    for (int64_t i = 0; i < ct->vocab_size; i++) {
+        if (ct->chars[i] == 0) o += sprintf(o, "\xe2\x90\x80");
+        else o += chartext_decode(ct, i, o);
+    }
+    *o = 0;
+    return s;
+}
+
+static int64_t d_model(const nn_ToyLM *m) { return m->tok_emb->embedding_dim; }
+
+bool toylm_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
+                           char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    nn_TensorList sd = nn_state_dict(&model->module), os = optim_state_dict(opt);
+    int n = sd.n + os.n + 1;
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)n);
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
+    int k = 0;
+    for (int i = 0; i < sd.n; i++, k++) names[k] = sd.names[i], ts[k] = sd.tensors[i];
+    for (int i = 0; i < os.n; i++, k++) {
+        char *nm = ac_arena_alloc(strlen(os.names[i]) + 7);
+        sprintf(nm, "optim.%s", os.names[i]);
+        names[k] = nm, ts[k] = os.tensors[i];
+    }
+    names[k] = "rng_state", ts[k++] = rng_state();
+    char steps[32], dims[128];
+    snprintf(steps, sizeof steps, "%lld", (long long)step);
+    snprintf(dims, sizeof dims, "%lld %lld %lld %lld", (long long)model->context_length, (long long)d_model(model),
+             (long long)model->attn->num_heads, (long long)ct->vocab_size);
+    const char *meta[] = {"format", FORMAT, "step", steps, "context dim heads vocab_size", dims,
+                          "vocab", vocab_text(ct), "vocab_codepoints", vocab_codepoints(ct)};
+    bool ok = safetensors_save(path, (nn_TensorList){k, names, ts}, 5, meta, err, errlen);
+    ac_arena_release(m);
+    return ok;
+}
+
+/* A decimal integer in [0, max], the whole string, no sign, no spaces. */
+static bool parse_count(const char *s, int64_t max, int64_t *out) {
+    if (!s || !*s) return false;
+    int64_t v = 0;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9' || v > (max - (*s - '0')) / 10) return false;
+        v = v * 10 + (*s - '0');
+    }
+    *out = v;
+    return true;
+}
+
+static const char *require(const safetensors_File *f, const char *key, char *err, size_t errlen) {
+    const char *v = safetensors_meta(f, key);
+    if (!v) snprintf(err, errlen, "the checkpoint's metadata lacks \"%s\" (not a checkpoint of ./build/train?)", key);
+    return v;
+}
+
+bool toylm_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t *step,
+                           char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    safetensors_File f;
+    bool ok = safetensors_load(path, &f, err, errlen);
+    const char *format = ok ? require(&f, "format", err, errlen) : NULL;
+    if (ok && (!format || strcmp(format, FORMAT) != 0)) {
+        if (format) snprintf(err, errlen, "the metadata's format is \"%.60s\", not \"" FORMAT "\"", format);
+        ok = false;
+    }
+    /* the sizes it was trained with (--heads changes no shape, so the shapes alone cannot tell) */
+    const char *sizes = ok ? require(&f, "context dim heads vocab_size", err, errlen) : NULL;
+    long long ctx, dim, heads, vs;
+    char extra;
+    if (ok && (!sizes || sscanf(sizes, "%lld %lld %lld %lld %c", &ctx, &dim, &heads, &vs, &extra) != 4)) {
+        if (sizes) snprintf(err, errlen, "the metadata's sizes \"%.60s\" are not four numbers", sizes);
+        ok = false;
+    }
+    if (ok && (ctx != model->context_length || dim != d_model(model) || heads != model->attn->num_heads)) {
+        snprintf(err, errlen, "the checkpoint was trained with --context %lld --dim %lld --heads %lld; this run has "
+                 "--context %lld --dim %lld --heads %lld", ctx, dim, heads, (long long)model->context_length,
+                 (long long)d_model(model), (long long)model->attn->num_heads);
+        ok = false;
+    }
+    const char *vocab = ok ? require(&f, "vocab_codepoints", err, errlen) : NULL;
+    if (ok && (!vocab || vs != ct->vocab_size || strcmp(vocab, vocab_codepoints(ct)) != 0)) {
+        if (vocab) snprintf(err, errlen, "the checkpoint was trained on a different character vocabulary");
+        ok = false;
+    }
+    const char *st = ok ? require(&f, "step", err, errlen) : NULL;
+    int64_t s = 0;
+    if (ok && (!st || !parse_count(st, INT64_MAX, &s))) {
+        if (st) snprintf(err, errlen, "bad step \"%.40s\" in the metadata (a whole number from 0 to %lld)", st,
+                         (long long)INT64_MAX);
+        ok = false;
+    }
+    const char *const ignore[] = {"optim.", "rng_state", NULL};
+    if (ok) ok = safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, false, err, errlen);
+    /* the optimizer's part, without the "optim." prefix */
+    int n_opt = 0;
+    const char **onames = ac_arena_alloc(sizeof(char *) * (size_t)(f.tensors.n + 1));
+    Tensor **ots = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f.tensors.n + 1));
+    for (int i = 0; ok && i < f.tensors.n; i++)
+        if (strncmp(f.tensors.names[i], "optim.", 6) == 0) {
+            onames[n_opt] = f.tensors.names[i] + 6;
+            ots[n_opt++] = f.tensors.tensors[i];
+        }
+    nn_TensorList ostate = {n_opt, onames, ots};
+    if (ok) ok = optim_load_state_dict(opt, ostate, false, err, errlen);
+    Tensor *rng = ok ? safetensors_get(&f, "rng_state") : NULL;
+    if (ok) ok = rng_check(rng, err, errlen);
+    if (ok) { /* everything checked: now change the model, the optimizer and the generator */
+        safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, true, err, errlen);
+        optim_load_state_dict(opt, ostate, true, err, errlen);
+        rng_restore(rng);
+        *step = s;
+    }
+    ac_arena_release(m);
+    return ok;
+}
