@@ -85,7 +85,7 @@ test-plain: $(B)/tests
 test-asan:
 	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests build/asan/bench
 	ASAN_OPTIONS=detect_leaks=1 ./build/asan/bench article >/dev/null
-	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
+	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
 
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples

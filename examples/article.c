@@ -403,7 +403,15 @@ static void usage(FILE *f) {
                "example: ./build/article --html article.html && chromium article.html\n");
 }
 
+/* An error (out of memory, say): a message and exit 1, never a core dump. */
+static void article_error(const char *msg, void *user) {
+    fflush(stdout);
+    fprintf(stderr, "article: error: %s\n", msg);
+    exit(1);
+}
+
 int main(int argc, char **argv) {
+    ac_set_error_handler(article_error, NULL);
     const char *html = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

@@ -121,11 +121,11 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
     }
     sputs(&h, "}");
     while (!h.oom && h.n % 8 != 0) sputs(&h, " "); /* align the data to 8 bytes, as the reference writer does */
-    if (h.oom) { free(h.s); snprintf(err, errlen, "safetensors: out of memory"); return false; }
+    if (h.oom) { free(h.s); snprintf(err, errlen, "not enough memory: you tried to allocate %zu bytes", h.cap * 2); return false; }
 
     size_t plen = strlen(path);
     char *tmp = ac_try_malloc(plen + 5);
-    if (!tmp) { free(h.s); snprintf(err, errlen, "safetensors: out of memory"); return false; }
+    if (!tmp) { free(h.s); snprintf(err, errlen, "not enough memory: you tried to allocate %zu bytes", plen + 5); return false; }
     memcpy(tmp, path, plen);
     memcpy(tmp + plen, ".tmp", 5);
     FILE *f = fopen(tmp, "wb");

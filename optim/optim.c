@@ -197,12 +197,30 @@ nn_TensorList optim_state_dict(optim_Optimizer *o) {
     return (nn_TensorList){n, names, ts};
 }
 
+/* "state.<i>.<what>" -> i and what; false for anything else. */
+static bool parse_state_key(const char *name, int n_params, int *i, const char **what) {
+    if (strncmp(name, "state.", 6) != 0) return false;
+    const char *p = name + 6;
+    long v = 0;
+    if (*p < '0' || *p > '9') return false;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        v = v * 10 + (*p - '0');
+        if (v >= n_params) return false;
+    }
+    if (*p != '.' || !p[1]) return false;
+    *i = (int)v;
+    *what = p + 1;
+    return true;
+}
+
 bool optim_load_state_dict(optim_Optimizer *o, nn_TensorList st, bool apply, char *err, size_t errlen) {
+    /* what each parameter's state holds (bit 0: step, 1 + s: slot s); all or nothing */
+    unsigned *have = ac_arena_alloc(sizeof(unsigned) * (size_t)(o->n_params ? o->n_params : 1));
+    memset(have, 0, sizeof(unsigned) * (size_t)o->n_params);
     for (int k = 0; k < st.n; k++) { /* check everything first, so a bad file changes nothing */
-        int i, used = 0;
-        char what[32];
-        if (sscanf(st.names[k], "state.%d.%31s%n", &i, what, &used) != 2 || i < 0 || i >= o->n_params ||
-            st.names[k][used] != 0) {
+        int i;
+        const char *what;
+        if (!parse_state_key(st.names[k], o->n_params, &i, &what)) {
             snprintf(err, errlen, "unexpected optimizer key \"%s\" for an optimizer of %d parameters", st.names[k],
                      o->n_params);
             return false;
@@ -212,32 +230,49 @@ bool optim_load_state_dict(optim_Optimizer *o, nn_TensorList st, bool apply, cha
             snprintf(err, errlen, "optimizer state \"%s\" must be float32", st.names[k]);
             return false;
         }
+        unsigned bit;
         if (strcmp(what, "step") == 0) {
-            if (torch_numel(t) != 1) {
-                snprintf(err, errlen, "optimizer state \"%s\" must hold one value", st.names[k]);
+            double v = torch_numel(t) == 1 ? torch_item(t) : -1;
+            if (!(v >= 0 && isfinite(v) && v == floor(v))) { /* a whole number of steps */
+                snprintf(err, errlen, "optimizer state \"%s\" must hold one whole number of steps", st.names[k]);
                 return false;
             }
-            continue;
+            bit = 1;
+        } else {
+            int s = 0;
+            while (s < 4 && strcmp(what, slot_names[s]) != 0) s++;
+            bool fits = s < 4 && (s < 3 ? o->kind != OPTIM_SGD : o->kind == OPTIM_SGD) && (s != 2 || o->amsgrad);
+            if (!fits) {
+                snprintf(err, errlen, "optimizer state \"%s\" does not belong to this optimizer", st.names[k]);
+                return false;
+            }
+            const Tensor *p = o->params[i];
+            if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0) {
+                snprintf(err, errlen, "optimizer state \"%s\" has shape %s, but parameter %d has shape %s",
+                         st.names[k], ac_shape_str(t), i, ac_shape_str(p));
+                return false;
+            }
+            bit = 2u << s;
         }
-        int s = 0;
-        while (s < 4 && strcmp(what, slot_names[s]) != 0) s++;
-        bool fits = s < 4 && (s < 3 ? o->kind != OPTIM_SGD : o->kind == OPTIM_SGD) && (s != 2 || o->amsgrad);
-        if (!fits) {
-            snprintf(err, errlen, "optimizer state \"%s\" does not belong to this optimizer", st.names[k]);
+        if (have[i] & bit) {
+            snprintf(err, errlen, "optimizer state \"%s\" appears twice", st.names[k]);
             return false;
         }
-        const Tensor *p = o->params[i];
-        if (t->ndim != p->ndim || memcmp(t->shape, p->shape, sizeof(int64_t) * (size_t)p->ndim) != 0) {
-            snprintf(err, errlen, "optimizer state \"%s\" has shape %s, but parameter %d has shape %s",
-                     st.names[k], ac_shape_str(t), i, ac_shape_str(p));
-            return false;
-        }
+        have[i] |= bit;
     }
+    unsigned full = o->kind == OPTIM_SGD ? (o->momentum != 0 ? 2u << 3 : 0) : 1u | 2u | 4u | (o->amsgrad ? 8u : 0);
+    for (int i = 0; i < o->n_params; i++)
+        if (have[i] != 0 && have[i] != full) {
+            snprintf(err, errlen, "the optimizer state of parameter %d is incomplete (a state has %s)", i,
+                     o->kind == OPTIM_SGD ? "momentum_buffer" : o->amsgrad ? "step, exp_avg, exp_avg_sq and max_exp_avg_sq"
+                                                                             : "step, exp_avg and exp_avg_sq");
+            return false;
+        }
     if (!apply) return true;
     for (int k = 0; k < st.n; k++) {
-        int i;
-        char what[32];
-        sscanf(st.names[k], "state.%d.%31s", &i, what);
+        int i = 0;
+        const char *what = "";
+        parse_state_key(st.names[k], o->n_params, &i, &what); /* checked above */
         if (strcmp(what, "step") == 0) {
             o->step[i] = torch_item(st.tensors[k]);
             continue;

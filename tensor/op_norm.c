@@ -48,7 +48,7 @@ Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w
     int64_t D = 1;
     for (int i = 0; i < n_norm; i++) {
         if (x->shape[x->ndim - n_norm + i] != nshape[i])
-            ac_error("layer_norm: Given normalized_shape=%s, expected input with shape [*, %s], but got "
+            ac_error("layer_norm: Given normalized_shape=%s, expected input with shape [*, %s, but got "
                      "input of size%s", ac_dims_str(n_norm, nshape), ac_dims_str(n_norm, nshape) + 1,
                      ac_shape_str(x));
         D *= nshape[i];

@@ -19,8 +19,8 @@ static void put(Buf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
         size_t cap = b->cap ? b->cap : 256;
         while (b->n + n + 1 > cap) cap *= 2;
-        char *ns = ac_alloc_should_fail() ? NULL : realloc(b->s, cap);
-        if (!ns) { free(b->s); ac_out_of_memory(cap, 1); }
+        char *ns = ac_arena_alloc(cap); /* in the arena: an error halfway leaks nothing */
+        if (b->n) memcpy(ns, b->s, b->n + 1);
         b->s = ns;
         b->cap = cap;
     }
@@ -57,8 +57,8 @@ typedef struct { double *v; int64_t n, cap; } Vals;
 static void push_val(Vals *vs, double x) {
     if (vs->n == vs->cap) {
         vs->cap = vs->cap ? vs->cap * 2 : 64;
-        double *nv = ac_alloc_should_fail() ? NULL : realloc(vs->v, (size_t)vs->cap * sizeof(double));
-        if (!nv) { free(vs->v); ac_out_of_memory((size_t)vs->cap, sizeof(double)); }
+        double *nv = ac_arena_alloc(ac_size_mul((size_t)vs->cap, sizeof(double)));
+        if (vs->n) memcpy(nv, vs->v, sizeof(double) * (size_t)vs->n);
         vs->v = nv;
     }
     vs->v[vs->n++] = x;
@@ -84,7 +84,6 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
             int w = elem_text(&f, vs.v[i], tmp, sizeof tmp);
             if (w > f.width) f.width = w;
         }
-        free(vs.v);
         return f;
     }
     double mn = INFINITY, mx = 0;
@@ -109,7 +108,6 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
             if (w > f.width) f.width = w;
         }
     }
-    free(vs.v);
     return f;
 }
 
@@ -184,12 +182,7 @@ static void add_suffix(Buf *b, size_t *last_len, const char *suf) {
     puts_(b, suf);
 }
 
-static char *to_arena(Buf *b) {
-    char *s = ac_arena_alloc(b->n + 1);
-    memcpy(s, b->s, b->n + 1);
-    free(b->s);
-    return s;
-}
+static char *to_arena(Buf *b) { return b->s ? b->s : memset(ac_arena_alloc(1), 0, 1); }
 
 char *torch_repr(const Tensor *t) {
     ac_check_defined(t, "print");

@@ -23,7 +23,9 @@ void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride) {
     int64_t s = 1;
     for (int i = ndim - 1; i >= 0; i--) {
         stride[i] = s;
-        s *= shape[i] > 0 ? shape[i] : 1;
+        /* past INT64_MAX only in a tensor with no elements (numel is checked), where strides mean nothing */
+        int64_t d = shape[i] > 0 ? shape[i] : 1;
+        s = s > INT64_MAX / d ? INT64_MAX : s * d;
     }
 }
 
@@ -48,8 +50,9 @@ static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
 
 Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape) {
     check_shape(ndim, shape, "tensor");
+    size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     Tensor *t = header(dtype, ndim, shape);
-    t->data = ac_arena_alloc(ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype)));
+    t->data = ac_arena_alloc(bytes);
     return t;
 }
 

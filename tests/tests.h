@@ -63,5 +63,6 @@ Suite *suite_optim(void);
 Suite *suite_train(void);
 Suite *suite_memory(void);
 Suite *suite_viz(void);
+Suite *suite_hostile(void);
 
 #endif
