@@ -31,7 +31,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PUB_HDRS := tensor/tensor.h nn/nn.h nn/toy_lm.h nn/safetensors.h optim/optim.h viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs
+.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS)
@@ -107,6 +107,28 @@ bench: $(B)/bench
 
 clean:
 	rm -rf build
+
+# ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
+# make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
+# (fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
+FUZZERS      := safetensors checkpoint text graph viz
+FUZZ_SECONDS ?= 20
+FZ           := build/fuzz
+FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+fuzz:
+	$(MAKE) --no-print-directory B=$(FZ) CC=clang OPT="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FZ)/libattention.a
+	for f in $(FUZZERS); do \
+	  clang $(STD) $(INC) -Itests -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer fuzz/fuzz_$$f.c tests/xml_check.c \
+	    $(FZ)/libattention.a -lm -o $(FZ)/fuzz_$$f || exit 1; done
+	for f in $(FUZZERS); do \
+	  mkdir -p $(FZ)/corpus/$$f $(FZ)/crashes/$$f; \
+	  echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
+	  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 ./$(FZ)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) \
+	    -dict=fuzz/dict.txt -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FZ)/crashes/$$f/ $(FZ)/corpus/$$f fuzz/corpus/$$f 2>$(FZ)/fuzz_$$f.log || \
+	    { tail -40 $(FZ)/fuzz_$$f.log; exit 1; }; \
+	  grep -E "stat::number_of_executed_units|stat::new_units_added" $(FZ)/fuzz_$$f.log | tr '\n' ' '; echo; \
+	done
 
 # ---- install -------------------------------------------------------------------------------------
 VERSION   := 0.2.0

@@ -74,6 +74,14 @@ static inline void ac_advance(int nd, const int64_t *shape, const int64_t *strid
     }
 }
 
+/* The rows of t seen as a matrix over its last dim: the product of the other
+ * dims (not numel / last, which is wrong when the last dim is 0). */
+static inline int64_t ac_rows(const Tensor *t) {
+    int64_t r = 1;
+    for (int d = 0; d + 1 < t->ndim; d++) r *= t->shape[d];
+    return r;
+}
+
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);

@@ -6,7 +6,7 @@
 
 static void linear_backward(Node *n, Tensor *gt) {
     Tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
-    int64_t out_f = w->shape[0], in_f = w->shape[1], rows = torch_numel(x) / in_f;
+    int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x);
     const float *G = ac_cdata(gt);
     if (ac_needs_grad(x)) {
         Tensor *gx = ac_new_like(x);
@@ -34,15 +34,14 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
     if (x->ndim < 1) ac_error("linear: input must have at least 1 dimension");
     int64_t out_f = w->shape[0], in_f = w->shape[1];
     if (x->shape[x->ndim - 1] != in_f)
-        ac_error("linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
-                 (long long)(torch_numel(x) / (x->shape[x->ndim - 1] ? x->shape[x->ndim - 1] : 1)),
+        ac_error("linear: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", (long long)ac_rows(x),
                  (long long)x->shape[x->ndim - 1], (long long)in_f, (long long)out_f);
     if (b) {
         ac_check_float(b, "linear");
         if (b->ndim != 1 || b->shape[0] != out_f)
             ac_error("linear: bias must have shape [%lld], got %s", (long long)out_f, ac_shape_str(b));
     }
-    int64_t rows = torch_numel(x) / (in_f ? in_f : 1), shape[AC_MAX_DIMS];
+    int64_t rows = ac_rows(x), shape[AC_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = out_f;
     Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);

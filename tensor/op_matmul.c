@@ -54,10 +54,11 @@ static Plan make_plan(const Tensor *a, const Tensor *b) {
         if (a->ndim == 2 && b->ndim == 1)
             ac_error("matmul: size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", (long long)p.n,
                      (long long)p.n, (long long)p.k, (long long)b->shape[0]);
-        /* PyTorch's wording, with the matrices as they meet in the product */
-        ac_error("matmul: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)",
-                 (long long)(a->ndim > 2 && b->ndim <= 2 ? torch_numel(a) / p.k : p.n), (long long)p.k,
-                 (long long)shb[nb - 2], (long long)p.m);
+        /* PyTorch's wording, with the matrices as they meet in the product (a folded to 2-D
+         * when it is batched and b is not: its rows are all its dims but the last) */
+        int64_t rows = a->ndim > 2 && b->ndim <= 2 ? ac_rows(a) : p.n;
+        ac_error("matmul: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", (long long)rows,
+                 (long long)p.k, (long long)shb[nb - 2], (long long)p.m);
     }
     int ba = na - 2, bb = nb - 2;
     p.nd = ba > bb ? ba : bb;

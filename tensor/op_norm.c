@@ -11,7 +11,7 @@
  *                      dw = sum over rows of dy * xhat,   db = sum over rows of dy */
 static void layer_norm_backward(Node *n, Tensor *gt) {
     Tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
-    int64_t D = n->i[0], rows = torch_numel(x) / D;
+    int64_t D = n->i[0], rows = D ? torch_numel(x) / D : 0; /* a (.., 0) input: no rows, no gradient to spread */
     const float *X = ac_cdata(x), *G = ac_cdata(gt), *W = w ? ac_cdata(w) : NULL;
     const float *stats = n->saved[0]->data; /* mean, rstd per row */
     Tensor *gx = ac_new_like(x);

@@ -51,6 +51,29 @@ START_TEST(test_error_texts) {
 }
 END_TEST
 
+/* What the graph fuzzer found: empty inner dims. F.linear over 0 input
+ * features is the bias (it was uninitialised memory), a product over k = 0 is
+ * zeros, layer_norm's backward over 0 features divided by zero, and a
+ * mismatch error with k = 0 divided by zero. */
+START_TEST(test_empty_inner_dims) {
+    torch_manual_seed(0);
+    Tensor *x = torch_requires_grad_(torch_rand(SHAPE(3, 0)), true), *w = torch_requires_grad_(torch_rand(SHAPE(2, 0)), true);
+    Tensor *b = torch_requires_grad_(torch_tensor((const float[]){0.5f, -1.5f}, SHAPE(2)), true);
+    Tensor *y = torch_linear(x, w, b);
+    ck_assert_str_eq(torch_repr(torch_detach(y)), "tensor([[ 0.5000, -1.5000],\n        [ 0.5000, -1.5000],\n        [ 0.5000, -1.5000]])");
+    torch_backward(torch_sum(y), NULL);
+    ck_assert_str_eq(torch_repr(b->grad), "tensor([3., 3.])");
+    ck_assert_str_eq(torch_repr(torch_matmul(torch_rand(SHAPE(2, 0)), torch_rand(SHAPE(0, 2)))), "tensor([[0., 0.],\n        [0., 0.]])");
+    Tensor *e = torch_requires_grad_(torch_rand(SHAPE(2, 0)), true);
+    torch_backward(torch_sum(torch_layer_norm(e, SHAPE(0), NULL, NULL, 1e-5)), NULL);
+    ck_assert_int_eq(torch_numel(e->grad), 0);
+    EXPECT_ERROR("matmul: mat1 and mat2 shapes cannot be multiplied (6x0 and 4x5)",
+                 torch_matmul(torch_rand(SHAPE(2, 3, 0)), torch_rand(SHAPE(4, 5))));
+    EXPECT_ERROR("linear: mat1 and mat2 shapes cannot be multiplied (6x0 and 1x2)",
+                 torch_linear(torch_rand(SHAPE(2, 3, 0)), torch_rand(SHAPE(2, 1)), NULL));
+}
+END_TEST
+
 /* ---- the arena after a failed allocation ------------------------------------------------------------ */
 START_TEST(test_arena_survives_failed_blocks) {
     ac_mark m = ac_arena_mark();
@@ -512,6 +535,7 @@ Suite *suite_hostile(void) {
     TCase *tc = tcase("hostile");
     tcase_add_test(tc, test_sizes_that_overflow);
     tcase_add_test(tc, test_error_texts);
+    tcase_add_test(tc, test_empty_inner_dims);
     tcase_add_test(tc, test_arena_survives_failed_blocks);
     tcase_add_test(tc, test_every_allocation_of_a_step_can_fail);
     tcase_add_test(tc, test_programs_under_allocation_failure);

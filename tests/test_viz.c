@@ -443,7 +443,7 @@ static const char *const section_titles[] = {
     "7. Causal self-attention", "8. Cross-attention (the bonus section)"};
 
 START_TEST(test_article_html) {
-    char *dir = make_tmpdir(), cmd[512], path[512];
+    char *dir = make_tmpdir(), cmd[1200], path[512];
     snprintf(path, sizeof path, "%s/article.html", dir);
     snprintf(cmd, sizeof cmd, "%s/article --html %s", build_dir(), path);
     char *out;

@@ -2,6 +2,6 @@
 #define ATTENTION_XML_CHECK_H
 #include <stdbool.h>
 #include <stddef.h>
-/* true if text is well-formed XML; else false and a message with the byte offset in err. */
+/* true if text (NUL-terminated, len bytes before the NUL) is well-formed XML; else false and a message with the byte offset in err. */
 bool xml_check(const char *text, size_t len, char *err, size_t errlen);
 #endif

@@ -1,0 +1,115 @@
+/* A structured fuzzer: the input is a small program that builds tensors of
+ * random shapes (empty dims included), runs random ops on them with random
+ * dims, indices and values, then backward(). Errors are fine; a crash, a
+ * sanitizer report, or a gradient of the wrong shape is not. */
+#include <stdlib.h>
+
+#include "fuzz_common.h"
+
+typedef struct { const uint8_t *p; size_t n; } Input;
+static int byte(Input *in) {
+    if (in->n == 0) return 0;
+    in->n--;
+    return *in->p++;
+}
+static int64_t small(Input *in) { return (int64_t)(int8_t)byte(in) % 6; } /* -5..5: dims, sizes, indices */
+
+#define POOL 8
+static Tensor *pool[POOL];
+static Tensor *leaves[64];
+static int n_pool, n_leaves;
+
+static Tensor *pick(Input *in) { return n_pool ? pool[byte(in) % n_pool] : NULL; }
+static void push(Tensor *t) {
+    if (n_pool < POOL) pool[n_pool++] = t;
+    else pool[(size_t)t % POOL] = t;
+}
+
+static Tensor *random_tensor(Input *in, bool index) {
+    int nd = byte(in) % 4;
+    int64_t shape[3];
+    for (int i = 0; i < nd; i++) shape[i] = byte(in) % 5;
+    if (index) return torch_randint(small(in), 1 + byte(in) % 6, nd, shape);
+    Tensor *t = torch_rand(nd, shape);
+    if (byte(in) & 1) {
+        torch_requires_grad_(t, true);
+        if (n_leaves < 64) leaves[n_leaves++] = t;
+    }
+    return t;
+}
+
+static void step(Input *in) {
+    Tensor *a = pick(in), *b = pick(in), *r = NULL;
+    int op = byte(in) % 40;
+    int64_t d = small(in), e = small(in);
+    switch (op) {
+    case 0: r = random_tensor(in, false); break;
+    case 1: r = random_tensor(in, true); break;
+    case 2: r = torch_add(a, b); break;
+    case 3: r = torch_sub(a, b); break;
+    case 4: r = torch_mul(a, b); break;
+    case 5: r = torch_div(a, b); break;
+    case 6: r = torch_matmul(a, b); break;
+    case 7: r = torch_cat(2, (Tensor *[]){a, b}, d); break;
+    case 8: r = torch_stack(2, (Tensor *[]){a, b}, d); break;
+    case 9: r = torch_masked_fill(a, torch_to_bool(b), (double)e); break;
+    case 10: r = torch_dot(a, b); break;
+    case 11: r = torch_exp(a); break;
+    case 12: r = torch_log(a); break;
+    case 13: r = torch_sqrt(a); break;
+    case 14: r = byte(in) & 1 ? torch_relu(a) : torch_tanh(a); break;
+    case 15: r = torch_gelu(a); break;
+    case 16: r = torch_pow(a, (double)e); break;
+    case 17: r = torch_softmax(a, d); break;
+    case 18: r = torch_log_softmax(a, d); break;
+    case 19: r = torch_sum(a); break;
+    case 20: r = torch_sum_dim(a, 1, (int64_t[]){d}, e & 1); break;
+    case 21: r = torch_mean_dim(a, 2, (int64_t[]){d, e}, false); break;
+    case 22: r = torch_transpose(a, d, e); break;
+    case 23: r = byte(in) & 1 ? torch_t(a) : torch_T(a); break;
+    case 24: r = torch_view(a, 2, (int64_t[]){d, e}); break;
+    case 25: r = torch_reshape(a, 3, (int64_t[]){d, e, small(in)}); break;
+    case 26: r = torch_unsqueeze(a, d); break;
+    case 27: r = torch_select(a, d, e); break;
+    case 28: r = torch_slice(a, d, e, small(in)); break;
+    case 29: r = torch_contiguous(a); break;
+    case 30: r = byte(in) & 1 ? torch_tril(a, d) : torch_triu(a, d); break;
+    case 31: r = torch_layer_norm(a, 1, (int64_t[]){a ? (a->ndim ? a->shape[a->ndim - 1] : 1) : 1}, NULL, NULL, 1e-5); break;
+    case 32: r = torch_dropout(a, (double)(byte(in) % 5) / 4.0, true); break;
+    case 33: r = torch_argmax(a, d, e & 1); break;
+    case 34: r = torch_index_select(a, d, b); break;
+    case 35: r = torch_index(a, b); break;
+    case 36: r = torch_embedding(a, b, small(in)); break;
+    case 37: r = torch_cross_entropy(a, b, small(in)); break;
+    case 38: r = torch_nll_loss(a, b, small(in)); break;
+    case 39: r = torch_linear(a, b, byte(in) & 1 ? NULL : pick(in)); break;
+    }
+    if (r) push(r);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    Input in = {data, size};
+    ac_mark m = ac_arena_mark();
+    n_pool = n_leaves = 0;
+    torch_manual_seed(size);
+    bool grad = torch_is_grad_enabled();
+    ac_set_error_handler(fuzz_on_error, NULL);
+    if (setjmp(fuzz_jump) == 0) {
+        push(random_tensor(&in, false));
+        for (int i = 0; i < 24 && in.n; i++) step(&in);
+        Tensor *y = pool[n_pool - 1];
+        if (y->requires_grad && y->dtype == AC_FLOAT32) {
+            torch_backward(torch_sum(torch_mul(y, torch_rand(y->ndim, y->shape))), NULL);
+            for (int i = 0; i < n_leaves; i++) {
+                Tensor *g = leaves[i]->grad;
+                if (g && (g->ndim != leaves[i]->ndim ||
+                          memcmp(g->shape, leaves[i]->shape, sizeof(int64_t) * (size_t)g->ndim) != 0))
+                    abort(); /* a gradient of the wrong shape */
+            }
+        }
+    }
+    ac_set_error_handler(NULL, NULL);
+    if (torch_is_grad_enabled() != grad) abort(); /* grad mode survives errors */
+    ac_arena_release(m);
+    return 0;
+}
