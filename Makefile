@@ -130,6 +130,17 @@ fuzz:
 	  grep -E "stat::number_of_executed_units|stat::new_units_added" $(FZ)/fuzz_$$f.log | tr '\n' ' '; echo; \
 	done
 
+# ---- coverage (gcov through gcovr) ----------------------------------------------------------------
+# The suite run once with --coverage; line and branch coverage of the library printed.
+coverage:
+	@command -v gcovr >/dev/null || { echo "make coverage needs gcovr: apt-get install gcovr"; exit 1; }
+	rm -rf build/cov
+	$(MAKE) --no-print-directory B=build/cov OPT="-O0 -g --coverage" LDFLAGS="--coverage" build/cov/tests
+	-AC_BUILD=build/cov CK_FORK=yes ./build/cov/tests >build/cov/tests.log 2>&1
+	gcovr --root . --object-directory build/cov/obj --filter 'tensor/' --filter 'nn/' --filter 'optim/' --filter 'viz/' \
+	  --exclude-unreachable-branches --exclude-throw-branches --print-summary --txt build/cov/coverage.txt
+	@tail -n 3 build/cov/coverage.txt
+
 # ---- install -------------------------------------------------------------------------------------
 VERSION   := 0.2.0
 SOVERSION := 0

@@ -64,5 +64,6 @@ Suite *suite_train(void);
 Suite *suite_memory(void);
 Suite *suite_viz(void);
 Suite *suite_hostile(void);
+Suite *suite_error_paths(void);
 
 #endif
