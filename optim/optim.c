@@ -9,28 +9,31 @@
 
 #include "optim.h"
 
+/* Everything is checked before anything is allocated, and the optimizer and
+ * its arrays are one allocation: an error leaves nothing behind. */
 static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, double weight_decay) {
     if (!(lr >= 0.0)) ac_error("optim: Invalid learning rate: %g", lr);
     if (!(weight_decay >= 0.0)) ac_error("optim: Invalid weight_decay value: %g", weight_decay);
-    if (params.n == 0) ac_error("optim: optimizer got an empty parameter list");
-    optim_Optimizer *o = ac_calloc(1, sizeof *o);
-    o->kind = kind;
-    o->n_params = params.n;
-    o->params = ac_calloc((size_t)params.n, sizeof(Tensor *));
+    if (params.n <= 0) ac_error("optim: optimizer got an empty parameter list");
     for (int i = 0; i < params.n; i++) {
         Tensor *p = params.tensors[i];
         if (!p || !p->requires_grad || p->grad_fn)
             ac_error("optim: can't optimize a non-leaf Tensor or one that does not require grad (parameter %d, %s)",
                      i, params.names && params.names[i] ? params.names[i] : "?");
-        o->params[i] = p;
     }
+    size_t n = (size_t)params.n;
+    size_t head = (sizeof(optim_Optimizer) + sizeof(double) - 1) / sizeof(double) * sizeof(double);
+    char *mem = ac_calloc(1, head + ac_size_mul(n, sizeof(double) + 5 * sizeof(Tensor *)));
+    optim_Optimizer *o = (optim_Optimizer *)mem;
+    o->step = (double *)(mem + head);
+    Tensor **slots = (Tensor **)(o->step + n);
+    o->params = slots, o->exp_avg = slots + n, o->exp_avg_sq = slots + 2 * n;
+    o->max_exp_avg_sq = slots + 3 * n, o->momentum_buffer = slots + 4 * n;
+    o->kind = kind;
+    o->n_params = params.n;
+    for (int i = 0; i < params.n; i++) o->params[i] = params.tensors[i];
     o->lr = lr;
     o->weight_decay = weight_decay;
-    o->step = ac_calloc((size_t)params.n, sizeof(double));
-    o->exp_avg = ac_calloc((size_t)params.n, sizeof(Tensor *));
-    o->exp_avg_sq = ac_calloc((size_t)params.n, sizeof(Tensor *));
-    o->max_exp_avg_sq = ac_calloc((size_t)params.n, sizeof(Tensor *));
-    o->momentum_buffer = ac_calloc((size_t)params.n, sizeof(Tensor *));
     return o;
 }
 
@@ -158,13 +161,7 @@ void optim_free(optim_Optimizer *o) {
         torch_free(o->max_exp_avg_sq[i]);
         torch_free(o->momentum_buffer[i]);
     }
-    free(o->params);
-    free(o->step);
-    free(o->exp_avg);
-    free(o->exp_avg_sq);
-    free(o->max_exp_avg_sq);
-    free(o->momentum_buffer);
-    free(o);
+    free(o); /* and its arrays, in the same block */
 }
 
 /* ---- state save / restore ------------------------------------------------------------------- */
