@@ -17,7 +17,12 @@ void ac_fail_alloc_at(uint64_t n) {
 uint64_t ac_alloc_count(void) { return alloc_count; }
 
 /* Counts an allocation; true when this one is to fail (AC_FAIL_ALLOC=N: the N-th of the process). */
-bool ac_alloc_should_fail(void) {
+bool ac_alloc_should_fail(void) { return ac_alloc_refused(0); }
+
+/* No object may be larger than PTRDIFF_MAX (C's pointer differences, and glibc
+ * refuses it anyway): such a size fails here, the same on every allocator. */
+bool ac_alloc_refused(size_t bytes) {
+    if (bytes > PTRDIFF_MAX) return true;
     if (!env_read) {
         env_read = true;
         const char *e = getenv("AC_FAIL_ALLOC");
@@ -61,26 +66,26 @@ size_t ac_size_mul(size_t n, size_t elem_size) {
 }
 
 void *ac_malloc(size_t bytes) {
-    void *p = ac_alloc_should_fail() ? NULL : malloc(bytes ? bytes : 1);
+    void *p = ac_alloc_refused(bytes) ? NULL : malloc(bytes ? bytes : 1);
     if (!p) ac_out_of_memory(bytes, 1);
     return p;
 }
 
 void *ac_calloc(size_t n, size_t elem_size) {
     size_t bytes = ac_size_mul(n, elem_size);
-    void *p = ac_alloc_should_fail() ? NULL : calloc(bytes ? bytes : 1, 1);
+    void *p = ac_alloc_refused(bytes) ? NULL : calloc(bytes ? bytes : 1, 1);
     if (!p) ac_out_of_memory(bytes, 1);
     return p;
 }
 
 void *ac_realloc(void *old, size_t bytes) {
-    void *p = ac_alloc_should_fail() ? NULL : realloc(old, bytes ? bytes : 1);
+    void *p = ac_alloc_refused(bytes) ? NULL : realloc(old, bytes ? bytes : 1);
     if (!p) ac_out_of_memory(bytes, 1); /* old is still valid, as realloc leaves it */
     return p;
 }
 
-void *ac_try_malloc(size_t bytes) { return ac_alloc_should_fail() ? NULL : malloc(bytes ? bytes : 1); }
-void *ac_try_realloc(void *old, size_t bytes) { return ac_alloc_should_fail() ? NULL : realloc(old, bytes ? bytes : 1); }
+void *ac_try_malloc(size_t bytes) { return ac_alloc_refused(bytes) ? NULL : malloc(bytes ? bytes : 1); }
+void *ac_try_realloc(void *old, size_t bytes) { return ac_alloc_refused(bytes) ? NULL : realloc(old, bytes ? bytes : 1); }
 
 char *ac_strdup(const char *s) {
     size_t n = strlen(s) + 1;

@@ -45,7 +45,7 @@ static size_t round_up(size_t n) {
 
 /* A new block, or an error that leaves the arena as it was. */
 static char *new_block_memory(size_t cap) {
-    char *p = ac_alloc_should_fail() ? NULL : aligned_alloc(AC_ALIGN, cap); /* C11; cap is a multiple of 64 */
+    char *p = ac_alloc_refused(cap) ? NULL : aligned_alloc(AC_ALIGN, cap); /* C11; cap is a multiple of 64 */
     if (!p) ac_out_of_memory(cap, 1);
     POISON(p, cap);
     return p;

@@ -33,6 +33,7 @@ Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape,
 void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t ac_shape_numel(int ndim, const int64_t *shape); /* error on overflow */
 bool ac_alloc_should_fail(void);                        /* counts an allocation (fault injection) */
+bool ac_alloc_refused(size_t bytes);                    /* the same, and sizes past PTRDIFF_MAX */
 void ac_out_of_memory(uint64_t n, size_t elem_size)     /* "not enough memory: you tried to allocate N bytes" */
 #if defined(__GNUC__)
     __attribute__((noreturn))

@@ -346,7 +346,7 @@ Tensor *torch_persist(Tensor *t) {
     size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
     if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
     size_t total = (head + bytes + 63) & ~(size_t)63;
-    char *mem = ac_alloc_should_fail() ? NULL : aligned_alloc(64, total);
+    char *mem = ac_alloc_refused(total) ? NULL : aligned_alloc(64, total);
     if (!mem) ac_out_of_memory(total, 1);
     Tensor *p = (Tensor *)mem;
     memset(p, 0, sizeof *p);
