@@ -12,7 +12,7 @@ STD     := -std=c11 -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 INC     := -Itensor -Inn -Ioptim -Iviz
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
-LDLIBS  := -lm
+LDLIBS  := -lm -lpthread
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -pthread -lm)

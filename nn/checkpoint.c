@@ -18,7 +18,7 @@
 static Tensor *rng_state(void) {
     Tensor *t = torch_empty(SHAPE(628), AC_INT64);
     int64_t *p = torch_data_long(t);
-    const torch_Generator *g = &torch_default_generator;
+    const torch_Generator *g = ac_thread_generator();
     for (int i = 0; i < 624; i++) p[i] = g->st[i];
     p[624] = g->left;
     p[625] = g->next;
@@ -51,7 +51,7 @@ static bool rng_check(const Tensor *t, char *err, size_t errlen) {
 
 static void rng_restore(const Tensor *t) {
     const int64_t *p = t->data;
-    torch_Generator *g = &torch_default_generator;
+    torch_Generator *g = ac_thread_generator();
     for (int i = 0; i < 624; i++) g->st[i] = (uint32_t)p[i];
     g->left = (int)p[624];
     g->next = (int)p[625];

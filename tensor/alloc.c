@@ -6,8 +6,8 @@
 
 #include "internal.h"
 
-static uint64_t alloc_count, fail_at;
-static bool env_read;
+static _Thread_local uint64_t alloc_count, fail_at; /* per thread, like the arena */
+static _Thread_local bool env_read;
 
 void ac_fail_alloc_at(uint64_t n) {
     env_read = true; /* an explicit call wins over AC_FAIL_ALLOC */

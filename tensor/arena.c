@@ -12,10 +12,12 @@
 
 typedef struct { char *mem; size_t cap; } Block;
 
-static Block *blocks;
-static size_t nblocks, blocks_cap;
-static size_t cur;   /* block being filled */
-static size_t used;  /* bytes used in blocks[cur] */
+/* One arena per thread: what a thread makes is its own, and it releases it
+ * itself (ac_shutdown frees the calling thread's blocks). */
+static _Thread_local Block *blocks;
+static _Thread_local size_t nblocks, blocks_cap;
+static _Thread_local size_t cur;   /* block being filled */
+static _Thread_local size_t used;  /* bytes used in blocks[cur] */
 
 /* Under AddressSanitizer every byte of a block that no live allocation owns is
  * poisoned: the unused tail, the padding after each allocation, everything a

@@ -9,8 +9,9 @@
 
 #include "internal.h"
 
-static bool grad_enabled = true;
-static uint32_t generation;
+/* Grad mode is per thread, as PyTorch's thread-local GradMode. */
+static _Thread_local bool grad_enabled = true;
+static _Thread_local uint32_t generation;
 
 bool torch_is_grad_enabled(void) { return grad_enabled; }
 bool torch_set_grad_enabled(bool enabled) {
@@ -22,8 +23,8 @@ bool torch_set_grad_enabled(bool enabled) {
 /* The library's own no-grad sections (backward, optimizer steps, ...) are
  * tracked, so that an error raised inside one, whose handler longjmps out,
  * does not leave grad mode off behind the program's back. */
-static int internal_depth;
-static bool user_mode;
+static _Thread_local int internal_depth;
+static _Thread_local bool user_mode;
 
 bool torch_no_grad_enter(void) {
     if (internal_depth++ == 0) user_mode = grad_enabled;

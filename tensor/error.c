@@ -6,9 +6,10 @@
 
 #include "internal.h"
 
-static ac_error_handler handler;
-static void *handler_user;
-static char last_message[1024];
+/* Per thread: the handler (a longjmp target belongs to one thread) and the last message. */
+static _Thread_local ac_error_handler handler;
+static _Thread_local void *handler_user;
+static _Thread_local char last_message[1024];
 
 void ac_set_error_handler(ac_error_handler fn, void *user) {
     handler = fn;
@@ -23,6 +24,7 @@ void ac_error(const char *fmt, ...) {
     vsnprintf(last_message, sizeof last_message, fmt, ap);
     va_end(ap);
     ac_autograd_recover(); /* a handler may longjmp out of a no-grad section */
+    ac_rng_recover();      /* or out of a draw from the default generator */
     if (handler) handler(last_message, handler_user);
     /* The default, and what happens if a handler returns: never go on with garbage. */
     fflush(stdout);

@@ -56,6 +56,7 @@ Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **
 #define AC_NODE(name, fn, out, ...) ac_node(name, fn, out, TENSORS(__VA_ARGS__))
 bool ac_needs_grad(const Tensor *t);        /* input wants a gradient */
 void ac_autograd_recover(void);             /* after an error: back to the user's mode */
+void ac_rng_recover(void);                  /* after an error: let go of the default generator */
 void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 

@@ -7,6 +7,8 @@
 #include <math.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "internal.h"
 
 #define MT_N 624
@@ -14,6 +16,18 @@
 
 torch_Generator torch_default_generator = {.left = 1, .seed = 67280421310721ULL};
 static bool default_seeded;
+
+/* The default generator is one per process, as PyTorch's, and a draw holds
+ * its lock (as PyTorch's CPU generator does): several threads may draw from
+ * it, each op's numbers staying together, in an order the threads decide. A
+ * thread that wants its own reproducible stream sets its own generator with
+ * ac_set_thread_generator; then its draws take no lock. */
+static pthread_mutex_t default_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local torch_Generator *thread_gen;
+static _Thread_local bool holding;
+
+void ac_set_thread_generator(torch_Generator *g) { thread_gen = g; }
+torch_Generator *ac_thread_generator(void) { return thread_gen ? thread_gen : &torch_default_generator; }
 
 void torch_generator_seed(torch_Generator *g, uint64_t seed) {
     g->seed = seed;
@@ -26,14 +40,35 @@ void torch_generator_seed(torch_Generator *g, uint64_t seed) {
 }
 
 void torch_manual_seed(uint64_t seed) {
+    if (thread_gen) { /* this thread draws from its own generator: seed that one */
+        torch_generator_seed(thread_gen, seed);
+        return;
+    }
+    pthread_mutex_lock(&default_lock);
     torch_generator_seed(&torch_default_generator, seed);
     default_seeded = true;
+    pthread_mutex_unlock(&default_lock);
 }
 
+/* The generator of this thread's draws; gen_done() after the op's last draw. */
 static torch_Generator *gen(void) {
-    if (!default_seeded) torch_manual_seed(67280421310721ULL);
+    if (thread_gen) return thread_gen;
+    pthread_mutex_lock(&default_lock);
+    holding = true;
+    if (!default_seeded) {
+        torch_generator_seed(&torch_default_generator, 67280421310721ULL);
+        default_seeded = true;
+    }
     return &torch_default_generator;
 }
+
+static void gen_done(void) {
+    if (!holding) return;
+    holding = false;
+    pthread_mutex_unlock(&default_lock);
+}
+
+void ac_rng_recover(void) { gen_done(); }
 
 static void twist(torch_Generator *g) {
     uint32_t *st = g->st;
@@ -126,6 +161,7 @@ Tensor *torch_uniform_(Tensor *t, double from, double to) {
     float lo = (float)from, hi = (float)to, range = hi - lo;
     /* DEFAULT kernel: two roundings, (u * range) then + from. */
     FOR_EACH_ELEMENT(t, p, { float v = u01f(g) * range; *p = v + lo; });
+    gen_done();
     return t;
 }
 
@@ -142,9 +178,11 @@ Tensor *torch_normal_(Tensor *t, double mean, double std) {
             for (int k = 0; k < 16; k++) d[n - 16 + k] = u01f(g); /* 16 new draws */
             fill16(d + n - 16, m, s);
         }
+        gen_done();
         return t;
     }
     FOR_EACH_ELEMENT(t, p, { *p = (float)normal_double(g, mean, std); });
+    gen_done();
     return t;
 }
 
@@ -153,6 +191,7 @@ Tensor *torch_bernoulli_(Tensor *t, double p) {
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: expects p to be in [0, 1], but got p=%g", p);
     torch_Generator *g = gen();
     FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
+    gen_done();
     return t;
 }
 
@@ -161,6 +200,7 @@ Tensor *torch_exponential_(Tensor *t, double lambd) {
     if (!(lambd > 0.0)) ac_error("exponential_: expects lambda > 0.0, but found lambda=%g", lambd);
     torch_Generator *g = gen();
     FOR_EACH_ELEMENT(t, q, { *q = (float)(-1.0 / lambd * log(1.0 - u01d(g))); });
+    gen_done();
     return t;
 }
 
@@ -169,6 +209,7 @@ Tensor *torch_rand(int ndim, const int64_t *shape) {
     torch_Generator *g = gen();
     float *p = t->data;
     for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = u01f(g);
+    gen_done();
     return t;
 }
 
@@ -188,6 +229,7 @@ Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape)
         uint64_t v = range >= (1ULL << 32) ? torch_random64(g) : torch_random32(g);
         p[i] = (int64_t)(v % range) + low;
     }
+    gen_done();
     return t;
 }
 
@@ -202,6 +244,7 @@ Tensor *torch_randperm(int64_t n) {
         r[i] = r[i + z];
         r[i + z] = tmp;
     }
+    gen_done();
     return t;
 }
 
@@ -245,6 +288,7 @@ Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
                 v[best] = -INFINITY;
             }
         }
+        gen_done();
         return out;
     }
     float *cum = ac_arena_alloc(sizeof(float) * (size_t)ncat);
@@ -263,5 +307,6 @@ Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
             o[r * k + t] = lo;
         }
     }
+    gen_done();
     return out;
 }

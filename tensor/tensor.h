@@ -26,8 +26,10 @@
  * The default handler prints "RuntimeError: <message>" and aborts; install your
  * own with ac_set_error_handler (it must not return: longjmp or exit).
  *
- * One process, one thread: the arena, the default generator and the grad mode
- * are process-wide, as PyTorch's generator and grad mode are per thread.
+ * Threads: the arena, grad mode and the error handler are per thread (as
+ * PyTorch's GradMode), so threads can compute side by side; a tensor and its
+ * graph belong to one thread at a time. The default generator is one per
+ * process, locked per op; a thread can draw from its own (ac_set_thread_generator).
  */
 #ifndef ATTENTION_TENSOR_H
 #define ATTENTION_TENSOR_H
@@ -100,7 +102,7 @@ void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .g
 
 /* ---- errors --------------------------------------------------------------- */
 typedef void (*ac_error_handler)(const char *message, void *user);
-void ac_set_error_handler(ac_error_handler fn, void *user); /* NULL: default */
+void ac_set_error_handler(ac_error_handler fn, void *user); /* this thread's; NULL: default (print, abort) */
 void ac_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2), noreturn))
@@ -138,7 +140,13 @@ typedef struct torch_Generator {
     double next_double_normal;
 } torch_Generator;
 extern torch_Generator torch_default_generator;
-void torch_manual_seed(uint64_t seed);
+void torch_manual_seed(uint64_t seed);   /* seeds this thread's generator (the default one unless set below) */
+/* Threads: the default generator is shared and locked per op (safe, but the
+ * threads' draws interleave as they run). A thread that wants its own
+ * reproducible stream sets its own generator: its random ops draw from it,
+ * torch_manual_seed seeds it. NULL: back to the default. */
+void ac_set_thread_generator(torch_Generator *g);
+torch_Generator *ac_thread_generator(void);
 void torch_generator_seed(torch_Generator *g, uint64_t seed);
 uint32_t torch_random32(torch_Generator *g);
 uint64_t torch_random64(torch_Generator *g);

@@ -18,6 +18,7 @@ int main(void) {
     srunner_add_suite(sr, suite_viz());
     srunner_add_suite(sr, suite_hostile());
     srunner_add_suite(sr, suite_error_paths());
+    srunner_add_suite(sr, suite_threads());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -65,5 +65,6 @@ Suite *suite_memory(void);
 Suite *suite_viz(void);
 Suite *suite_hostile(void);
 Suite *suite_error_paths(void);
+Suite *suite_threads(void);
 
 #endif

@@ -1,0 +1,143 @@
+/* Threads: two models trained on two threads at once each give exactly the
+ * losses they give alone (arena, grad mode, errors per thread; each thread
+ * with its own generator); the default generator is safe to share. */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "tests.h"
+
+typedef struct {
+    const CharText *ct;
+    uint64_t seed;
+    int steps;
+    double losses[40];
+    bool grad_mode_seen_off;
+} Run;
+
+static void *train(void *arg) {
+    Run *r = arg;
+    torch_Generator g;
+    ac_set_thread_generator(&g);
+    torch_manual_seed(r->seed); /* seeds g */
+    nn_ToyLM *m = nn_ToyLM_new(r->ct->vocab_size, 16, 32, 4);
+    optim_Optimizer *opt = optim_Adam(nn_named_parameters(&m->module), 3e-3, 0.9, 0.999, 1e-8, 0.0, false);
+    for (int s = 0; s < r->steps; s++) {
+        ac_mark mk = ac_arena_mark();
+        Tensor *x, *y;
+        toylm_get_batch(r->ct, 8, 16, &x, &y);
+        Tensor *loss = torch_cross_entropy(torch_view(nn_ToyLM_forward(m, x), SHAPE(-1, r->ct->vocab_size)),
+                                           torch_view(y, SHAPE(-1)), -100);
+        optim_zero_grad(opt);
+        torch_backward(loss, NULL);
+        optim_step(opt);
+        r->losses[s] = torch_item(loss);
+        r->grad_mode_seen_off |= !torch_is_grad_enabled();
+        ac_arena_release(mk);
+    }
+    optim_free(opt);
+    nn_free(&m->module);
+    ac_set_thread_generator(NULL);
+    ac_shutdown(); /* this thread's arena */
+    return NULL;
+}
+
+START_TEST(test_two_models_on_two_threads) {
+    char *text = read_text(shared_path("data/the-verdict.txt"));
+    CharText ct;
+    char err[128];
+    ck_assert(chartext_init(&ct, text, strlen(text), err, sizeof err));
+    free(text);
+    Run alone[2] = {{&ct, 123, 20, {0}, false}, {&ct, 7, 20, {0}, false}};
+    train(&alone[0]);
+    train(&alone[1]);
+    ck_assert(alone[0].losses[0] != alone[1].losses[0]);
+    for (int round = 0; round < 3; round++) {
+        Run both[2] = {{&ct, 123, 20, {0}, false}, {&ct, 7, 20, {0}, false}};
+        pthread_t t[2];
+        for (int i = 0; i < 2; i++) ck_assert_int_eq(pthread_create(&t[i], NULL, train, &both[i]), 0);
+        /* meanwhile this thread's grad mode is off: the others' must not see it */
+        bool prev = torch_no_grad_enter();
+        for (int i = 0; i < 2; i++) pthread_join(t[i], NULL);
+        torch_no_grad_exit(prev);
+        for (int i = 0; i < 2; i++) {
+            ck_assert(!both[i].grad_mode_seen_off);
+            for (int s = 0; s < 20; s++)
+                ck_assert_msg(both[i].losses[s] == alone[i].losses[s], "model %d step %d: %.9g on a thread, %.9g alone",
+                              i, s + 1, both[i].losses[s], alone[i].losses[s]);
+        }
+    }
+    chartext_free(&ct);
+}
+END_TEST
+
+/* Errors are per thread: a handler installed on one thread catches that
+ * thread's errors, and the last message is the thread's own. */
+static _Thread_local jmp_buf *thread_jmp;
+static void thread_handler(const char *msg, void *user) {
+    (void)msg, (void)user;
+    longjmp(*thread_jmp, 1);
+}
+static void *fail_on_thread(void *arg) {
+    (void)arg;
+    jmp_buf jb;
+    thread_jmp = &jb;
+    char *got = calloc(1, 256);
+    ac_set_error_handler(thread_handler, NULL);
+    if (setjmp(jb) == 0) torch_matmul(torch_ones(SHAPE(2, 3)), torch_ones(SHAPE(2, 3)));
+    ac_set_error_handler(NULL, NULL);
+    snprintf(got, 256, "%s", ac_last_error());
+    ac_shutdown();
+    return got;
+}
+
+/* The shared default generator: threads drawing from it at once get every
+ * number of the stream exactly once (the lock keeps each op's draws whole). */
+static void *draw_default(void *arg) {
+    float *out = arg;
+    for (int i = 0; i < 200; i++) {
+        ac_mark m = ac_arena_mark();
+        Tensor *t = torch_rand(SHAPE(50));
+        memcpy(out + i * 50, t->data, sizeof(float) * 50);
+        ac_arena_release(m);
+    }
+    ac_shutdown();
+    return NULL;
+}
+
+static int cmp_float(const void *a, const void *b) {
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+START_TEST(test_shared_default_generator) {
+    torch_manual_seed(42);
+    Tensor *want = torch_rand(SHAPE(4 * 200 * 50));
+    float *w = malloc(sizeof(float) * 40000), *got = malloc(sizeof(float) * 40000);
+    memcpy(w, want->data, sizeof(float) * 40000);
+    torch_manual_seed(42);
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) ck_assert_int_eq(pthread_create(&t[i], NULL, draw_default, got + i * 10000), 0);
+    for (int i = 0; i < 4; i++) pthread_join(t[i], NULL);
+    qsort(w, 40000, sizeof(float), cmp_float);
+    qsort(got, 40000, sizeof(float), cmp_float);
+    ck_assert_msg(memcmp(w, got, sizeof(float) * 40000) == 0, "the threads' draws are not the stream, each number once");
+    free(w), free(got);
+    EXPECT_ERROR("softmax", torch_softmax(torch_ones(SHAPE(2)), 3));
+    void *msg;
+    pthread_t e;
+    ck_assert_int_eq(pthread_create(&e, NULL, fail_on_thread, NULL), 0);
+    pthread_join(e, &msg);
+    ck_assert_str_eq((char *)msg, "matmul: mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+    ck_assert_msg(strstr(ac_last_error(), "softmax"), "this thread's last error is its own: %s", ac_last_error());
+    free(msg);
+}
+END_TEST
+
+Suite *suite_threads(void) {
+    Suite *s = suite_create("threads");
+    TCase *tc = tcase("threads");
+    tcase_add_test(tc, test_two_models_on_two_threads);
+    tcase_add_test(tc, test_shared_default_generator);
+    suite_add_tcase(s, tc);
+    return s;
+}
