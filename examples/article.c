@@ -412,6 +412,7 @@ static void article_error(const char *msg, void *user) {
 
 int main(int argc, char **argv) {
     ac_set_error_handler(article_error, NULL);
+    ac_set_exact(true); /* the article's numbers digit for digit: reference BLAS's sums (see tensor.h) */
     const char *html = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {

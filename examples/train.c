@@ -60,7 +60,7 @@ typedef struct {
     long steps, batch, context, dim, heads, sample, top_k, plot_every, save_every;
     double lr, temperature;
     unsigned long long seed;
-    bool sample_given, steps_given;
+    bool sample_given, steps_given, exact;
 } Args;
 
 static void usage(FILE *f) {
@@ -77,6 +77,8 @@ static void usage(FILE *f) {
             "  --lr X             Adam's learning rate (default 1e-3)\n"
             "  --seed N           torch.manual_seed (default 123)\n"
             "attention.c's own:\n"
+            "  --exact            exact math: every sum in PyTorch's order, the same loss as toy_lm.py to the\n"
+            "                     last printed digit (default: fast math, FMA kernels, within 1e-4 of it)\n"
             "  --log FILE         one \"step N loss X\" line per step\n"
             "  --save FILE        save model, Adam state, step and generator at the end, on Ctrl-C, SIGTERM,\n"
             "                     SIGHUP or an error (always a whole step); the path is checked before training\n"
@@ -90,7 +92,7 @@ static void usage(FILE *f) {
             "  --attention-svg F  after training, the attention of each head over the --prompt characters (SVG)\n"
             "examples:\n"
             "  train                                         the demo: built-in text, then a sample\n"
-            "  train --data ../shared/data/the-verdict.txt --steps 200    = python3 toy_lm.py, step for step\n"
+            "  train --data ../shared/data/the-verdict.txt --steps 200 --exact    = python3 toy_lm.py, step for step\n"
             "  train --steps 500 --plot loss.svg --attention-svg attn.svg --prompt \"Attention lets\" --sample 200\n");
 }
 
@@ -126,6 +128,10 @@ static bool parse_args(int argc, char **argv, Args *a) {
         if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
             usage(stdout);
             exit(0);
+        }
+        if (strcmp(f, "--exact") == 0) { /* a flag without a value */
+            a->exact = true;
+            continue;
         }
         if (i + 1 >= argc) {
             fprintf(stderr, "train: %s: unknown flag or missing value\n", f);
@@ -412,6 +418,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     run.a = &a;
+    ac_set_exact(a.exact);
     size_t len = 0;
     char *text = NULL;
     if (a.data) {

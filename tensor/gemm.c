@@ -118,12 +118,21 @@ static void gemm_impl(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
     }
 }
 
+/* Exact or fast math, for the whole library (the default: fast). */
+static bool exact_math;
+void ac_set_exact(bool exact) { exact_math = exact; }
+bool ac_get_exact(void) { return exact_math; }
+
 void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                      int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate) {
     if (M == 0 || N == 0) return;
     if (K == 0) {
         if (!accumulate)
             for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
+        return;
+    }
+    if (!exact_math) {
+        ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M);
         return;
     }
     ac_mark m = ac_arena_mark();

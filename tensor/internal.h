@@ -88,6 +88,12 @@ static inline int64_t ac_rows(const Tensor *t) {
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);
 
+/* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C. */
+void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                       int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin, int64_t i_end);
+const char *ac_gemm_fast_kernel_name(void);
+bool ac_gemm_use_kernel(const char *name); /* tests: "avx512", "avx2+fma", "portable"; false if absent */
+
 /* C[M,N] = A[M,K] @ B[K,N], row-major with leading dims; sums run over k in
  * order (as reference BLAS does). accumulate: C += instead of C =. */
 void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda,

@@ -100,6 +100,16 @@ uint64_t ac_alloc_count(void);                       /* allocations so far (mall
 Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */
 
+/* ---- exact or fast math -------------------------------------------------------
+ * Fast (the default): matmul with fused multiply-adds and the widest vectors
+ * the CPU has, within float rounding of PyTorch. Exact: every matmul sums in
+ * reference BLAS's order with separate roundings, so results equal PyTorch's
+ * (Debian's, reference BLAS) bit for bit; the article and the golden tests run
+ * exact. Either way no result depends on the number of threads. Set it
+ * before computing (it is process-wide). */
+void ac_set_exact(bool exact);
+bool ac_get_exact(void);
+
 /* ---- errors --------------------------------------------------------------- */
 typedef void (*ac_error_handler)(const char *message, void *user);
 void ac_set_error_handler(ac_error_handler fn, void *user); /* this thread's; NULL: default (print, abort) */

@@ -4,6 +4,9 @@
 #include "tests.h"
 
 int main(void) {
+    /* Exact math: the golden values are PyTorch's bits. The tests of the fast
+     * kernel switch it off in their own (forked) process. */
+    ac_set_exact(true);
     SRunner *sr = srunner_create(suite_rng());
     srunner_add_suite(sr, suite_print());
     srunner_add_suite(sr, suite_ops());
@@ -19,6 +22,7 @@ int main(void) {
     srunner_add_suite(sr, suite_hostile());
     srunner_add_suite(sr, suite_error_paths());
     srunner_add_suite(sr, suite_threads());
+    srunner_add_suite(sr, suite_kernels());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -66,5 +66,6 @@ Suite *suite_viz(void);
 Suite *suite_hostile(void);
 Suite *suite_error_paths(void);
 Suite *suite_threads(void);
+Suite *suite_kernels(void);
 
 #endif

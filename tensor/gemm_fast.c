@@ -1,0 +1,221 @@
+/* The fast matmul kernel (the default; ac_set_exact(true) selects gemm.c's).
+ * C[M,N] (+)= A[M,K] @ B[K,N], any strides for A and B.
+ *
+ * BLIS's design: B is packed a KC x NC slice at a time into NR-wide column
+ * panels, A an MC x KC block at a time into MR-tall row panels, and a
+ * register-blocked micro-kernel keeps an MR x NR block of C in vector
+ * registers for the whole KC loop, each step a fused multiply-add. Small
+ * products (the per-head 32x32x16 of a toy model) skip A's packing: the
+ * micro-kernel reads A through its strides.
+ *
+ * Every output element is still summed over k in order (KC blocks in order,
+ * k in order inside each), only with one rounding per multiply-add instead of
+ * two, and the same whatever the thread count: an element's sum never depends
+ * on which rows or columns a thread was given.
+ *
+ * Kernels: AVX-512 (8 x 32), AVX2+FMA (6 x 16), picked at run time on x86-64;
+ * elsewhere a portable one (4 x 16) written with fmaf, which compilers turn
+ * into NEON's fmla on ARM. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define KC 256 /* a KC x NR panel of B (32 KB at NR = 32) stays in L1 while A's panels stream past */
+#define MC_PANELS 16
+#define NC 2048
+#define MAX_MR 8
+#define MAX_NR 32
+
+typedef void (*ukernel)(int64_t k, const float *a, int64_t rsa, int64_t csa, const float *b, float *c, int64_t ldc,
+                        bool acc);
+
+/* ---- the portable micro-kernel: 4 x 16 ------------------------------------------------------------------ */
+static void kernel_c(int64_t K, const float *a, int64_t rsa, int64_t csa, const float *b, float *c, int64_t ldc,
+                     bool acc) {
+    float t[4][16];
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) t[r][j] = acc ? c[r * ldc + j] : 0.0f;
+    for (int64_t k = 0; k < K; k++, a += csa, b += 16)
+        for (int r = 0; r < 4; r++) {
+            float s = a[r * rsa];
+            for (int j = 0; j < 16; j++) t[r][j] = fmaf(s, b[j], t[r][j]);
+        }
+    for (int r = 0; r < 4; r++)
+        for (int j = 0; j < 16; j++) c[r * ldc + j] = t[r][j];
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define AC_X86 1
+
+/* AVX-512: 8 rows x 2 zmm; 16 accumulators, 2 loads of B and 8 broadcasts of A per step. */
+__attribute__((target("avx512f"))) static void kernel_avx512(int64_t K, const float *a, int64_t rsa, int64_t csa,
+                                                             const float *b, float *c, int64_t ldc, bool acc) {
+    __m512 c0[8], c1[8];
+    for (int r = 0; r < 8; r++) {
+        c0[r] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+        c1[r] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+    }
+    for (int64_t k = 0; k < K; k++, a += csa, b += 32) {
+        __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
+        for (int r = 0; r < 8; r++) {
+            __m512 x = _mm512_set1_ps(a[r * rsa]);
+            c0[r] = _mm512_fmadd_ps(x, b0, c0[r]);
+            c1[r] = _mm512_fmadd_ps(x, b1, c1[r]);
+        }
+    }
+    for (int r = 0; r < 8; r++) {
+        _mm512_storeu_ps(c + r * ldc, c0[r]);
+        _mm512_storeu_ps(c + r * ldc + 16, c1[r]);
+    }
+}
+
+/* AVX2 + FMA: 6 rows x 2 ymm; 12 accumulators of the 16 registers. */
+__attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t K, const float *a, int64_t rsa, int64_t csa,
+                                                            const float *b, float *c, int64_t ldc, bool acc) {
+    __m256 c0[6], c1[6];
+    for (int r = 0; r < 6; r++) {
+        c0[r] = acc ? _mm256_loadu_ps(c + r * ldc) : _mm256_setzero_ps();
+        c1[r] = acc ? _mm256_loadu_ps(c + r * ldc + 8) : _mm256_setzero_ps();
+    }
+    for (int64_t k = 0; k < K; k++, a += csa, b += 16) {
+        __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+        for (int r = 0; r < 6; r++) {
+            __m256 x = _mm256_broadcast_ss(a + r * rsa);
+            c0[r] = _mm256_fmadd_ps(x, b0, c0[r]);
+            c1[r] = _mm256_fmadd_ps(x, b1, c1[r]);
+        }
+    }
+    for (int r = 0; r < 6; r++) {
+        _mm256_storeu_ps(c + r * ldc, c0[r]);
+        _mm256_storeu_ps(c + r * ldc + 8, c1[r]);
+    }
+}
+#endif
+
+typedef struct { ukernel k; int mr, nr; const char *name; } Kernel;
+
+static Kernel pick(void) {
+#ifdef AC_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return (Kernel){kernel_avx512, 8, 32, "avx512"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return (Kernel){kernel_avx2, 6, 16, "avx2+fma"};
+#endif
+    return (Kernel){kernel_c, 4, 16, "portable"};
+}
+
+static Kernel chosen; /* the same answer in every thread; a race writes the same bytes */
+static Kernel kernel(void) {
+    if (!chosen.k) chosen = pick();
+    return chosen;
+}
+
+/* For tests: run a given kernel ("avx512", "avx2+fma", "portable") if this CPU has it. */
+bool ac_gemm_use_kernel(const char *name) {
+    Kernel all[3] = {{kernel_c, 4, 16, "portable"}};
+    int n = 1;
+#ifdef AC_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) all[n++] = (Kernel){kernel_avx512, 8, 32, "avx512"};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all[n++] = (Kernel){kernel_avx2, 6, 16, "avx2+fma"};
+#endif
+    for (int i = 0; i < n; i++)
+        if (strcmp(all[i].name, name) == 0) {
+            chosen = all[i];
+            return true;
+        }
+    return false;
+}
+
+const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
+
+/* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the right. */
+static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {
+    for (int64_t j = 0; j < nc; j += nr, Bp += kc * nr) {
+        int w = nc - j < nr ? (int)(nc - j) : nr;
+        for (int64_t k = 0; k < kc; k++) {
+            float *d = Bp + k * nr;
+            const float *s = B + k * rsb + j * csb;
+            if (csb == 1) memcpy(d, s, sizeof(float) * (size_t)w);
+            else
+                for (int q = 0; q < w; q++) d[q] = s[q * csb];
+            for (int q = w; q < nr; q++) d[q] = 0.0f;
+        }
+    }
+}
+
+/* A[i0:i0+mc, k0:k0+kc] into MR-tall panels, k-major, zero-padded below. */
+static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, float *Ap) {
+    for (int64_t i = 0; i < mc; i += mr, Ap += kc * mr) {
+        int h = mc - i < mr ? (int)(mc - i) : mr;
+        for (int64_t k = 0; k < kc; k++) {
+            float *d = Ap + k * mr;
+            const float *s = A + i * rsa + k * csa;
+            for (int r = 0; r < h; r++) d[r] = s[r * rsa];
+            for (int r = h; r < mr; r++) d[r] = 0.0f;
+        }
+    }
+}
+
+/* One MR x NR block of C, full or at an edge: an edge goes through a local
+ * tile, and rows of A past the edge are zeros (packed panels already are; an
+ * unpacked A is copied into one such panel, never read past its last row). */
+static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *bp, float *c,
+                  int64_t ldc, int h, int w, bool acc) {
+    if (h == kn->mr && w == kn->nr) {
+        kn->k(kc, a, rsa, csa, bp, c, ldc, acc);
+        return;
+    }
+    float panel[KC * MAX_MR];
+    if (h < kn->mr) {
+        pack_a(a, rsa, csa, h, kc, kn->mr, panel);
+        a = panel, rsa = 1, csa = kn->mr;
+    }
+    float tile[MAX_MR * MAX_NR];
+    for (int r = 0; r < kn->mr; r++)
+        for (int q = 0; q < kn->nr; q++) tile[r * kn->nr + q] = acc && r < h && q < w ? c[r * ldc + q] : 0.0f;
+    kn->k(kc, a, rsa, csa, bp, tile, kn->nr, true);
+    for (int r = 0; r < h; r++)
+        for (int q = 0; q < w; q++) c[r * ldc + q] = tile[r * kn->nr + q];
+}
+
+/* C rows [i_begin, i_end) of the product; the caller splits rows among threads. */
+void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                       int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin,
+                       int64_t i_end) {
+    (void)M;
+    Kernel kn = kernel();
+    int mr = kn.mr, nr = kn.nr;
+    int64_t mc_max = (int64_t)mr * MC_PANELS;
+    /* small products: no packing of A, which the micro-kernel then reads through its strides */
+    bool pack = K * N >= 64 * 64 && (i_end - i_begin) >= 2 * mr;
+    ac_mark m = ac_arena_mark();
+    int64_t nc_max = N < NC ? N : NC, kc_max = K < KC ? K : KC;
+    float *Bp = ac_arena_alloc(sizeof(float) * (size_t)(kc_max * ((nc_max + nr - 1) / nr) * nr));
+    float *Ap = pack ? ac_arena_alloc(sizeof(float) * (size_t)(kc_max * mc_max)) : NULL;
+    for (int64_t j0 = 0; j0 < N; j0 += NC) {
+        int64_t nc = N - j0 < NC ? N - j0 : NC;
+        for (int64_t k0 = 0; k0 < K; k0 += KC) {
+            int64_t kc = K - k0 < KC ? K - k0 : KC;
+            bool acc = accumulate || k0 > 0; /* later K blocks add to what the earlier ones left */
+            pack_b(B + k0 * rsb + j0 * csb, rsb, csb, kc, nc, nr, Bp);
+            for (int64_t i0 = i_begin; i0 < i_end; i0 += mc_max) {
+                int64_t mc = i_end - i0 < mc_max ? i_end - i0 : mc_max;
+                const float *a0 = A + i0 * rsa + k0 * csa;
+                if (pack) pack_a(a0, rsa, csa, mc, kc, mr, Ap);
+                for (int64_t j = 0; j < nc; j += nr) {
+                    int w = nc - j < nr ? (int)(nc - j) : nr;
+                    const float *bp = Bp + (j / nr) * kc * nr;
+                    for (int64_t i = 0; i < mc; i += mr) {
+                        int h = mc - i < mr ? (int)(mc - i) : mr;
+                        float *c = C + (i0 + i) * ldc + j0 + j;
+                        if (pack) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, c, ldc, h, w, acc);
+                        else block(&kn, kc, a0 + i * rsa, rsa, csa, bp, c, ldc, h, w, acc);
+                    }
+                }
+            }
+        }
+    }
+    ac_arena_release(m);
+}

@@ -1,0 +1,72 @@
+/* The matmul kernels: the fast one (FMA, blocked) agrees with the exact one
+ * (reference BLAS's order) within float rounding, on every edge of its
+ * blocking, for every layout; it is deterministic. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "internal.h" /* ac_gemm_strided */
+#include "tests.h"
+
+/* |fast - exact| <= 4 * 2^-24 * K * sum_k |a_ik b_kj| per element: each sum
+ * has K roundings at most, in either kernel. */
+static void compare(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool acc) {
+    ac_mark m = ac_arena_mark();
+    torch_manual_seed((uint64_t)(M * 131 + N * 17 + K));
+    Tensor *A = torch_randn(SHAPE(ta ? K : M, ta ? M : K)), *B = torch_randn(SHAPE(tb ? N : K, tb ? K : N));
+    Tensor *C0 = torch_randn(SHAPE(M, N));
+    const float *a = A->data, *b = B->data;
+    int64_t rsa = ta ? 1 : K, csa = ta ? M : 1, rsb = tb ? 1 : N, csb = tb ? K : 1;
+    float *ce = ac_arena_alloc(sizeof(float) * (size_t)(M * N + 1)), *cf = ac_arena_alloc(sizeof(float) * (size_t)(M * N + 1));
+    memcpy(ce, C0->data, sizeof(float) * (size_t)(M * N));
+    memcpy(cf, C0->data, sizeof(float) * (size_t)(M * N));
+    ac_set_exact(true);
+    ac_gemm_strided(M, N, K, a, rsa, csa, b, rsb, csb, ce, N, acc);
+    ac_set_exact(false);
+    ac_gemm_strided(M, N, K, a, rsa, csa, b, rsb, csb, cf, N, acc);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            double mag = acc ? fabs(((float *)C0->data)[i * N + j]) : 0;
+            for (int64_t k = 0; k < K; k++) mag += fabs((double)a[i * rsa + k * csa] * b[k * rsb + j * csb]);
+            double tol = 4.0 * ldexp(1.0, -24) * (double)(K + 1) * mag + 1e-30;
+            ck_assert_msg(fabs((double)cf[i * N + j] - ce[i * N + j]) <= tol,
+                          "%lldx%lldx%lld%s%s%s C[%lld,%lld]: fast %.9g, exact %.9g", (long long)M, (long long)N,
+                          (long long)K, ta ? " A^T" : "", tb ? " B^T" : "", acc ? " +=" : "", (long long)i, (long long)j,
+                          cf[i * N + j], ce[i * N + j]);
+        }
+    /* deterministic: the same call gives the same bits */
+    float *again = ac_arena_alloc(sizeof(float) * (size_t)(M * N + 1));
+    memcpy(again, C0->data, sizeof(float) * (size_t)(M * N));
+    ac_gemm_strided(M, N, K, a, rsa, csa, b, rsb, csb, again, N, acc);
+    ck_assert(memcmp(again, cf, sizeof(float) * (size_t)(M * N)) == 0);
+    ac_arena_release(m);
+}
+
+/* Each kernel this CPU has (the portable one everywhere). */
+START_TEST(test_fast_kernel_against_exact) {
+    static const char *kernels[] = {"avx512", "avx2+fma", "portable"};
+    static const int64_t sizes[] = {1, 2, 5, 6, 7, 8, 9, 15, 16, 17, 31, 32, 33, 65};
+    int n = (int)(sizeof sizes / sizeof *sizes), tried = 0;
+    for (int kn = 0; kn < 3; kn++) {
+        if (!ac_gemm_use_kernel(kernels[kn])) continue;
+        tried++;
+        for (int i = 0; i < n; i += 1)
+            for (int j = 0; j < n; j += 2)
+                for (int k = 0; k < n; k += 3) compare(sizes[i], sizes[j], sizes[k], (i + j) % 2, (j + k) % 2, k % 2);
+        /* past the blocking: K over KC (256), M over MC, N over NC (2048), packed A */
+        compare(300, 70, 600, false, false, false);
+        compare(97, 130, 513, true, false, true);
+        compare(20, 2100, 70, false, true, false);
+        compare(129, 129, 129, true, true, false);
+        ck_assert_str_eq(ac_gemm_fast_kernel_name(), kernels[kn]);
+    }
+    ck_assert_int_ge(tried, 1);
+}
+END_TEST
+
+Suite *suite_kernels(void) {
+    Suite *s = suite_create("kernels");
+    TCase *tc = tcase("kernels");
+    tcase_add_test(tc, test_fast_kernel_against_exact);
+    suite_add_tcase(s, tc);
+    return s;
+}
