@@ -118,6 +118,36 @@ static void gemm_impl(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
     }
 }
 
+/* The fast kernel's rows split among threads, in units of 24 rows (whole
+ * micro-kernel blocks for MR = 8, 6 and 4), each chunk with its own scratch
+ * from this thread's arena. */
+#define ROW_UNIT 24
+typedef struct {
+    int64_t M, N, K, rsa, csa, rsb, csb, ldc;
+    const float *A, *B;
+    float *C, *scratch;
+    size_t per_chunk;
+    bool acc;
+} GemmJob;
+
+static void gemm_task(void *ctx, int64_t b, int64_t e, int chunk) {
+    const GemmJob *j = ctx;
+    int64_t i0 = b * ROW_UNIT, i1 = e * ROW_UNIT < j->M ? e * ROW_UNIT : j->M;
+    ac_gemm_fast_rows(j->M, j->N, j->K, j->A, j->rsa, j->csa, j->B, j->rsb, j->csb, j->C, j->ldc, j->acc, i0, i1,
+                      j->scratch + (size_t)chunk * j->per_chunk);
+}
+
+static void gemm_fast_parallel(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
+                               const float *B, int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc) {
+    int64_t units = (M + ROW_UNIT - 1) / ROW_UNIT;
+    /* a chunk worth a thread: at least ~2 MFLOP */
+    int64_t per_unit = 2 * ROW_UNIT * N * K, grain = per_unit >= (1 << 21) ? 1 : (1 << 21) / (per_unit ? per_unit : 1);
+    int chunks = ac_parallel_chunks(units, grain);
+    GemmJob j = {M, N, K, rsa, csa, rsb, csb, ldc, A, B, C, NULL, ac_gemm_fast_scratch(N, K), acc};
+    j.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(j.per_chunk, (size_t)chunks));
+    ac_parallel_for(units, grain, gemm_task, &j);
+}
+
 /* Exact or fast math, for the whole library (the default: fast). */
 static bool exact_math;
 void ac_set_exact(bool exact) { exact_math = exact; }
@@ -131,14 +161,30 @@ void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs
             for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
         return;
     }
+    ac_mark m = ac_arena_mark();
     if (!exact_math) {
-        ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M);
+        gemm_fast_parallel(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
+    } else {
+        float *Bp = ac_arena_alloc(sizeof(float) * (size_t)(K * NR));
+        gemm_impl(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, Bp);
+    }
+    ac_arena_release(m);
+}
+
+size_t ac_gemm_scratch(int64_t N, int64_t K) {
+    return exact_math ? (size_t)(K * NR) : ac_gemm_fast_scratch(N, K);
+}
+
+void ac_gemm_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                    int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, float *scratch) {
+    if (M == 0 || N == 0) return;
+    if (K == 0) {
+        if (!accumulate)
+            for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
         return;
     }
-    ac_mark m = ac_arena_mark();
-    float *Bp = ac_arena_alloc(sizeof(float) * (size_t)(K * NR));
-    gemm_impl(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, Bp);
-    ac_arena_release(m);
+    if (exact_math) gemm_impl(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, scratch);
+    else ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M, scratch);
 }
 
 void ac_gemm(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const float *B, int64_t ldb, float *C,

@@ -180,20 +180,26 @@ static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int
         for (int q = 0; q < w; q++) c[r * ldc + q] = tile[r * kn->nr + q];
 }
 
-/* C rows [i_begin, i_end) of the product; the caller splits rows among threads. */
+/* The scratch (floats) that ac_gemm_fast_rows needs for an N x K B: its packed
+ * B slice and one packed block of A. */
+size_t ac_gemm_fast_scratch(int64_t N, int64_t K) {
+    Kernel kn = kernel();
+    int64_t nc = N < NC ? N : NC, kc = K < KC ? K : KC;
+    return (size_t)(kc * ((nc + kn.nr - 1) / kn.nr) * kn.nr + kc * (int64_t)kn.mr * MC_PANELS);
+}
+
+/* C rows [i_begin, i_end) of the product, with the caller's scratch (threads
+ * split the rows; an element's sum is the same whoever computes it). */
 void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                        int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin,
-                       int64_t i_end) {
-    (void)M;
+                       int64_t i_end, float *scratch) {
     Kernel kn = kernel();
     int mr = kn.mr, nr = kn.nr;
     int64_t mc_max = (int64_t)mr * MC_PANELS;
     /* small products: no packing of A, which the micro-kernel then reads through its strides */
-    bool pack = K * N >= 64 * 64 && (i_end - i_begin) >= 2 * mr;
-    ac_mark m = ac_arena_mark();
+    bool pack = K * N >= 64 * 64 && M >= 2 * mr;
     int64_t nc_max = N < NC ? N : NC, kc_max = K < KC ? K : KC;
-    float *Bp = ac_arena_alloc(sizeof(float) * (size_t)(kc_max * ((nc_max + nr - 1) / nr) * nr));
-    float *Ap = pack ? ac_arena_alloc(sizeof(float) * (size_t)(kc_max * mc_max)) : NULL;
+    float *Bp = scratch, *Ap = scratch + kc_max * ((nc_max + nr - 1) / nr) * nr;
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
         int64_t nc = N - j0 < NC ? N - j0 : NC;
         for (int64_t k0 = 0; k0 < K; k0 += KC) {
@@ -217,5 +223,4 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
             }
         }
     }
-    ac_arena_release(m);
 }

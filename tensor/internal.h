@@ -84,13 +84,26 @@ static inline int64_t ac_rows(const Tensor *t) {
     return r;
 }
 
+/* Threads inside ops (parallel.c): fn(ctx, begin, end, chunk) over [0, n) in
+ * chunks of at least `grain`; chunk < ac_parallel_chunks(n, grain). */
+typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
+void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
+int ac_parallel_chunks(int64_t n, int64_t grain);
+
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);
 
-/* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C. */
+/* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C, with scratch
+ * of ac_gemm_fast_scratch(N, K) floats. */
 void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
-                       int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin, int64_t i_end);
+                       int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin, int64_t i_end,
+                       float *scratch);
+size_t ac_gemm_fast_scratch(int64_t N, int64_t K);
+/* One thread, the caller's scratch (ac_gemm_scratch(N, K) floats), either math: for tasks. */
+void ac_gemm_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
+                    int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, float *scratch);
+size_t ac_gemm_scratch(int64_t N, int64_t K);
 const char *ac_gemm_fast_kernel_name(void);
 bool ac_gemm_use_kernel(const char *name); /* tests: "avx512", "avx2+fma", "portable"; false if absent */
 

@@ -10,21 +10,30 @@
 
 #include "internal.h"
 
+/* The operands are read through their own strides (a transposed or sliced
+ * view costs no copy): per matrix a row and a column stride, per batch dim a
+ * stride in elements (0 where broadcast). The gradients are contiguous, so
+ * they also get batch strides in their own (contiguous) layout. */
 typedef struct {
-    int nd;                              /* batch dims */
-    int64_t shape[AC_MAX_DIMS];          /* broadcast batch shape */
-    int64_t sa[AC_MAX_DIMS], sb[AC_MAX_DIMS]; /* batch strides (in matrices) of a and b, 0 = broadcast */
+    int nd;                                   /* batch dims */
+    int64_t shape[AC_MAX_DIMS];               /* broadcast batch shape */
+    int64_t sa[AC_MAX_DIMS], sb[AC_MAX_DIMS]; /* batch strides of a and b (elements), 0 = broadcast */
+    int64_t ga[AC_MAX_DIMS], gb[AC_MAX_DIMS]; /* the same in contiguous tensors of a's and b's shapes */
+    int64_t rsa, csa, rsb, csb;               /* a(i, k) = A[i*rsa + k*csa], b(k, j) = B[k*rsb + j*csb] */
     int64_t nbatch, n, k, m;
-    bool fold;                           /* b is one matrix: fold a's batches into rows */
+    bool fold;                                /* b is one matrix and a's batches are rows apart: one product */
+    bool a_broadcast, b_broadcast;            /* an operand reused across batches: its gradient sums them */
 } Plan;
 
-static void batch_offsets(const Plan *p, int64_t bi, int64_t *oa, int64_t *ob) {
-    *oa = *ob = 0;
+static void batch_offsets(const Plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oga, int64_t *ogb) {
+    *oa = *ob = *oga = *ogb = 0;
     for (int d = p->nd - 1; d >= 0; d--) {
         int64_t i = bi % p->shape[d];
         bi /= p->shape[d];
         *oa += i * p->sa[d];
         *ob += i * p->sb[d];
+        *oga += i * p->ga[d];
+        *ogb += i * p->gb[d];
     }
 }
 
@@ -62,7 +71,7 @@ static Plan make_plan(const Tensor *a, const Tensor *b) {
     }
     int ba = na - 2, bb = nb - 2;
     p.nd = ba > bb ? ba : bb;
-    int64_t ca = 1, cb = 1;
+    int64_t cga = p.n * p.k, cgb = p.k * p.m; /* contiguous strides for the gradients' batches */
     for (int d = p.nd - 1; d >= 0; d--) {
         int ia = ba - p.nd + d, ib = bb - p.nd + d;
         int64_t xa = ia >= 0 ? sha[ia] : 1, xb = ib >= 0 ? shb[ib] : 1;
@@ -71,61 +80,129 @@ static Plan make_plan(const Tensor *a, const Tensor *b) {
                      "non-singleton dimension %d (batch dims of %s and %s)", (long long)xa, (long long)xb, d,
                      ac_shape_str(a), ac_shape_str(b));
         p.shape[d] = xa == 1 ? xb : xa;
-        p.sa[d] = xa == 1 ? 0 : ca;
-        p.sb[d] = xb == 1 ? 0 : cb;
-        ca *= xa;
-        cb *= xb;
+        p.sa[d] = xa == 1 ? 0 : a->stride[ia];
+        p.sb[d] = xb == 1 ? 0 : b->stride[ib];
+        p.ga[d] = xa == 1 ? 0 : cga;
+        p.gb[d] = xb == 1 ? 0 : cgb;
+        p.a_broadcast |= xa == 1 && p.shape[d] > 1;
+        p.b_broadcast |= xb == 1 && p.shape[d] > 1;
+        cga *= xa;
+        cgb *= xb;
     }
+    /* the matrices' own strides (a 1-D operand is one row of a, one column of b) */
+    p.rsa = a->ndim == 1 ? 0 : a->stride[a->ndim - 2];
+    p.csa = a->stride[a->ndim - 1];
+    p.rsb = b->ndim == 1 ? b->stride[0] : b->stride[b->ndim - 2];
+    p.csb = b->ndim == 1 ? 1 : b->stride[b->ndim - 1];
     p.nbatch = 1;
     for (int d = 0; d < p.nd; d++) p.nbatch *= p.shape[d];
+    /* folding a's batches into rows needs every batch to sit n rows after the last */
     p.fold = bb == 0 && ba > 0;
+    int64_t expect = p.rsa * p.n;
+    for (int d = p.nd - 1; d >= 0 && p.fold; d--) {
+        if (p.shape[d] > 1 && p.sa[d] != expect) p.fold = false;
+        expect *= p.shape[d];
+    }
     return p;
+}
+
+/* One product per batch, the batches split among threads (each writes its
+ * own block of C). C is contiguous. */
+typedef struct {
+    const Plan *p;
+    const float *A, *B;
+    float *C;
+    float *scratch;
+    size_t per_chunk;
+} Batches;
+
+static void batches_task(void *ctx, int64_t b0, int64_t b1, int chunk) {
+    const Batches *t = ctx;
+    const Plan *p = t->p;
+    for (int64_t bi = b0; bi < b1; bi++) {
+        int64_t oa, ob, oga, ogb;
+        batch_offsets(p, bi, &oa, &ob, &oga, &ogb);
+        ac_gemm_serial(p->n, p->m, p->k, t->A + oa, p->rsa, p->csa, t->B + ob, p->rsb, p->csb,
+                       t->C + bi * p->n * p->m, p->m, false, t->scratch + (size_t)chunk * t->per_chunk);
+    }
 }
 
 static void product(const Plan *p, const float *A, const float *B, float *C) {
     int64_t n = p->n, k = p->k, m = p->m;
-    if (p->fold) {
-        ac_gemm(p->nbatch * n, m, k, A, k, B, m, C, m, false);
+    if (p->fold || p->nbatch == 1) {
+        ac_gemm_strided(p->nbatch * n, m, k, A, p->rsa, p->csa, B, p->rsb, p->csb, C, m, false);
         return;
     }
-    for (int64_t bi = 0; bi < p->nbatch; bi++) {
-        int64_t oa, ob;
-        batch_offsets(p, bi, &oa, &ob);
-        ac_gemm(n, m, k, A + oa * n * k, k, B + ob * k * m, m, C + bi * n * m, m, false);
+    ac_mark mk = ac_arena_mark();
+    int64_t grain = 2 * n * m * k >= (1 << 21) ? 1 : (1 << 21) / (2 * n * m * k + 1) + 1;
+    Batches t = {p, A, B, C, NULL, ac_gemm_scratch(m, k)};
+    t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)ac_parallel_chunks(p->nbatch, grain)));
+    ac_parallel_for(p->nbatch, grain, batches_task, &t);
+    ac_arena_release(mk);
+}
+
+/* The gradients, per batch: dA = dC @ B^T, dB = A^T @ dC (operands read
+ * transposed through their strides). An operand broadcast across batches sums
+ * its gradient over them, in batch order, on one thread; otherwise each batch
+ * writes its own block and the batches run on all threads. */
+typedef struct {
+    const Plan *p;
+    const float *A, *B, *G;
+    float *out, *scratch;
+    size_t per_chunk;
+    bool for_a;
+} Grads;
+
+static void grad_batch(const Grads *t, int64_t bi, float *scratch, bool acc) {
+    const Plan *p = t->p;
+    int64_t n = p->n, k = p->k, m = p->m, oa, ob, oga, ogb;
+    batch_offsets(p, bi, &oa, &ob, &oga, &ogb);
+    const float *g = t->G + bi * n * m;
+    if (t->for_a) /* (n, k) = (n, m) @ (m, k): B^T is b read with its strides swapped */
+        ac_gemm_serial(n, k, m, g, m, 1, t->B + ob, p->csb, p->rsb, t->out + oga, k, acc, scratch);
+    else /* (k, m) = (k, n) @ (n, m) */
+        ac_gemm_serial(k, m, n, t->A + oa, p->csa, p->rsa, g, m, 1, t->out + ogb, m, acc, scratch);
+}
+
+static void grads_task(void *ctx, int64_t b0, int64_t b1, int chunk) {
+    const Grads *t = ctx;
+    for (int64_t bi = b0; bi < b1; bi++) grad_batch(t, bi, t->scratch + (size_t)chunk * t->per_chunk, false);
+}
+
+static void batched_grad(const Plan *p, const float *A, const float *B, const float *G, float *out, bool for_a) {
+    int64_t n = p->n, k = p->k, m = p->m;
+    ac_mark mk = ac_arena_mark();
+    Grads t = {p, A, B, G, out, NULL, for_a ? ac_gemm_scratch(k, m) : ac_gemm_scratch(m, n), for_a};
+    if (for_a ? p->a_broadcast : p->b_broadcast) {
+        t.scratch = ac_arena_alloc(sizeof(float) * t.per_chunk);
+        for (int64_t bi = 0; bi < p->nbatch; bi++) grad_batch(&t, bi, t.scratch, true); /* out starts at zero */
+    } else {
+        int64_t grain = 2 * n * m * k >= (1 << 21) ? 1 : (1 << 21) / (2 * n * m * k + 1) + 1;
+        t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)ac_parallel_chunks(p->nbatch, grain)));
+        ac_parallel_for(p->nbatch, grain, grads_task, &t);
     }
+    ac_arena_release(mk);
 }
 
 static void matmul_backward(Node *node, Tensor *gt) {
     Tensor *a = node->inputs[0], *b = node->inputs[1];
     const Plan *p = node->ctx;
     int64_t n = p->n, k = p->k, m = p->m;
-    const float *A = ac_cdata(a), *B = ac_cdata(b), *G = ac_cdata(gt);
-    if (ac_needs_grad(a)) { /* dA = dC @ B^T (B read transposed) */
+    const float *A = (const float *)a->data + a->offset, *B = (const float *)b->data + b->offset, *G = ac_cdata(gt);
+    if (ac_needs_grad(a)) {
         Tensor *ga = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-        if (p->fold) {
-            ac_gemm_strided(p->nbatch * n, k, m, G, m, 1, B, 1, m, ga->data, k, false);
-        } else {
-            for (int64_t bi = 0; bi < p->nbatch; bi++) {
-                int64_t oa, ob;
-                batch_offsets(p, bi, &oa, &ob);
-                ac_gemm_strided(n, k, m, G + bi * n * m, m, 1, B + ob * k * m, 1, m, (float *)ga->data + oa * n * k, k,
-                                true);
-            }
-        }
+        if (p->fold || p->nbatch == 1) /* dA = dC @ B^T */
+            ac_gemm_strided(p->nbatch * n, k, m, G, m, 1, B, p->csb, p->rsb, ga->data, k, false);
+        else
+            batched_grad(p, A, B, G, ga->data, true);
         ac_accum(a, ga);
     }
-    if (ac_needs_grad(b)) { /* dB = A^T @ dC (A read transposed) */
+    if (ac_needs_grad(b)) {
         Tensor *gb = ac_new_zeros(AC_FLOAT32, b->ndim, b->shape);
-        if (p->fold) {
-            ac_gemm_strided(k, m, p->nbatch * n, A, 1, k, G, m, 1, gb->data, m, false);
-        } else {
-            for (int64_t bi = 0; bi < p->nbatch; bi++) {
-                int64_t oa, ob;
-                batch_offsets(p, bi, &oa, &ob);
-                ac_gemm_strided(k, m, n, A + oa * n * k, 1, k, G + bi * n * m, m, 1, (float *)gb->data + ob * k * m, m,
-                                true);
-            }
-        }
+        if (p->fold || p->nbatch == 1) /* dB = A^T @ dC, over all of a's (folded) rows */
+            ac_gemm_strided(k, m, p->nbatch * n, A, p->csa, p->rsa, G, m, 1, gb->data, m, false);
+        else
+            batched_grad(p, A, B, G, gb->data, false);
         ac_accum(b, gb);
     }
 }
@@ -144,7 +221,7 @@ static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
     if (b->ndim > 1) shape[nd++] = p.m;
     if (nd > AC_MAX_DIMS) ac_error("%s: result has more than %d dimensions", op, AC_MAX_DIMS);
     Tensor *out = ac_new(AC_FLOAT32, nd, shape);
-    product(&p, ac_cdata(a), ac_cdata(b), out->data);
+    product(&p, (const float *)a->data + a->offset, (const float *)b->data + b->offset, out->data);
     const char *name = a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
                      : a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
                      : a->ndim == 1 && b->ndim == 2 ? "SqueezeBackward3" /* 1.13: unsqueeze, mm, squeeze */

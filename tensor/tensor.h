@@ -110,6 +110,13 @@ void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .g
 void ac_set_exact(bool exact);
 bool ac_get_exact(void);
 
+/* ---- threads inside ops (as torch.set_num_threads) ----------------------------
+ * Default: the cores this process may use, or OMP_NUM_THREADS. Matmul, softmax,
+ * large elementwise ops and reductions, embedding's backward and Adam split
+ * their outputs among the threads; the bits never depend on the count. */
+void torch_set_num_threads(int n);
+int torch_get_num_threads(void);
+
 /* ---- errors --------------------------------------------------------------- */
 typedef void (*ac_error_handler)(const char *message, void *user);
 void ac_set_error_handler(ac_error_handler fn, void *user); /* this thread's; NULL: default (print, abort) */

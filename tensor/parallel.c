@@ -1,0 +1,160 @@
+/* Threads inside ops: a small persistent pool on POSIX threads.
+ *
+ * ac_parallel_for(n, grain, fn, ctx) splits [0, n) into contiguous chunks, one
+ * per thread (the caller runs the first), and returns when all are done;
+ * fn(ctx, begin, end, chunk) learns its chunk's number, below
+ * ac_parallel_chunks(n, grain), so that its scratch can come from the caller. An op
+ * splits only over output elements, never across one sum, and computes each
+ * element the same way whatever chunk it falls in: no result depends on the
+ * number of threads. Tasks must not raise errors or allocate from the arena of
+ * the calling thread (they get scratch from their caller); a parallel_for
+ * inside a task runs serially.
+ *
+ * The thread count is PyTorch's: torch_set_num_threads(n), and by default the
+ * cores this process may use, or OMP_NUM_THREADS when it is set. */
+#define _GNU_SOURCE /* sched_getaffinity */
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <unistd.h>
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+#include "internal.h"
+
+#define MAX_THREADS 256
+#define SPIN 20000 /* polls before a worker sleeps: a step's many small ops find it awake */
+
+/* The job is written by the dispatching thread, then `generation` is bumped
+ * (release); a worker that sees the new generation (acquire) reads the job. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t work;
+    int n_workers;               /* started (only the dispatcher starts them) */
+    _Atomic uint64_t generation; /* one per parallel_for */
+    _Atomic int pending;         /* chunks not finished */
+    int n_chunks;
+    int64_t n, chunk;
+    ac_task fn;
+    void *ctx;
+} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL};
+
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static int num_threads; /* 0: not decided yet */
+static pthread_mutex_t dispatch = PTHREAD_MUTEX_INITIALIZER; /* one parallel_for at a time */
+static _Thread_local bool in_task;
+
+static int default_threads(void) {
+    const char *omp = getenv("OMP_NUM_THREADS");
+    if (omp && *omp) {
+        long v = strtol(omp, NULL, 10);
+        if (v >= 1) return v > MAX_THREADS ? MAX_THREADS : (int)v;
+    }
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int c = CPU_COUNT(&set);
+        if (c >= 1) return c > MAX_THREADS ? MAX_THREADS : c;
+    }
+#endif
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c >= 1 ? (c > MAX_THREADS ? MAX_THREADS : (int)c) : 1;
+}
+
+int torch_get_num_threads(void) {
+    if (num_threads == 0) num_threads = default_threads();
+    return num_threads;
+}
+
+void torch_set_num_threads(int n) {
+    if (n < 1) ac_error("set_num_threads: Expected number of threads to be positive, but got %d", n);
+    num_threads = n > MAX_THREADS ? MAX_THREADS : n;
+}
+
+static void run_chunk(int c) {
+    int64_t b = (int64_t)c * pool.chunk, e = b + pool.chunk < pool.n ? b + pool.chunk : pool.n;
+    if (b < e) pool.fn(pool.ctx, b, e, c);
+}
+
+/* How many chunks ac_parallel_for(n, grain, ...) will use (1 when it runs serially). */
+int ac_parallel_chunks(int64_t n, int64_t grain) {
+    if (n <= 0 || in_task) return 1;
+    int t = torch_get_num_threads();
+    if (grain < 1) grain = 1;
+    int64_t want = (n + grain - 1) / grain;
+    if (want < t) t = (int)want;
+    if (t <= 1) return 1;
+    int64_t chunk = (n + t - 1) / t;
+    return (int)((n + chunk - 1) / chunk);
+}
+
+static void *worker(void *arg) {
+    int id = (int)(intptr_t)arg; /* runs chunk id (1 ..) of each generation it takes part in */
+    in_task = true;
+    ac_fail_alloc_at(0); /* fault injection (AC_FAIL_ALLOC) is for the threads that call the library */
+    uint64_t seen = 0;
+    for (;;) {
+        for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_acquire) == seen; i++)
+            cpu_relax();
+        if (atomic_load_explicit(&pool.generation, memory_order_acquire) == seen) {
+            pthread_mutex_lock(&pool.lock);
+            while (atomic_load_explicit(&pool.generation, memory_order_acquire) == seen)
+                pthread_cond_wait(&pool.work, &pool.lock);
+            pthread_mutex_unlock(&pool.lock);
+        }
+        seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        if (id >= pool.n_chunks) continue;
+        run_chunk(id);
+        atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
+    }
+    return NULL;
+}
+
+void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx) {
+    if (n <= 0) return;
+    int t = torch_get_num_threads();
+    if (grain < 1) grain = 1;
+    int64_t want = (n + grain - 1) / grain;
+    if (want < t) t = (int)want;
+    if (t <= 1 || in_task || pthread_mutex_trylock(&dispatch) != 0) { /* serial: small, nested, or busy */
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    while (pool.n_workers < t - 1) { /* start what is missing */
+        pthread_t th;
+        if (pthread_create(&th, NULL, worker, (void *)(intptr_t)(pool.n_workers + 1)) != 0) break;
+        pthread_detach(th);
+        pool.n_workers++;
+    }
+    if (t - 1 > pool.n_workers) { /* a thread could not start; the chunks were announced: run serially */
+        pthread_mutex_unlock(&dispatch);
+        fn(ctx, 0, n, 0);
+        return;
+    }
+    pool.n = n;
+    pool.chunk = (n + t - 1) / t;
+    pool.n_chunks = (int)((n + pool.chunk - 1) / pool.chunk);
+    pool.fn = fn;
+    pool.ctx = ctx;
+    atomic_store_explicit(&pool.pending, pool.n_chunks - 1, memory_order_relaxed);
+    pthread_mutex_lock(&pool.lock); /* a worker between its last poll and its wait must not miss this */
+    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+    pthread_cond_broadcast(&pool.work);
+    pthread_mutex_unlock(&pool.lock);
+    in_task = true;
+    run_chunk(0);
+    in_task = false;
+    for (long i = 0; atomic_load_explicit(&pool.pending, memory_order_acquire) > 0; i++)
+        if (i < SPIN) cpu_relax();
+        else sched_yield();
+    pthread_mutex_unlock(&dispatch);
+}
