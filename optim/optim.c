@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h" /* ac_parallel_for */
 #include "optim.h"
 
 /* Everything is checked before anything is allocated, and the optimizer and
@@ -104,6 +105,29 @@ static void sgd_update(optim_Optimizer *o, int i, float *p, const float *g, int6
     ac_arena_release(m);
 }
 
+typedef struct {
+    float *p;
+    const float *g;
+    float *m, *v, *vmax;
+    float wd, b1, b2, a1, a2, neg_step_size, bc2_sqrt, eps;
+    bool decay_grad;
+} AdamJob;
+
+static void adam_task(void *ctx, int64_t k0, int64_t k1, int chunk) {
+    const AdamJob *j = ctx;
+    float *p = j->p, *m = j->m, *v = j->v, *vmax = j->vmax;
+    const float *g = j->g;
+    for (int64_t k = k0; k < k1; k++) {
+        float gk = j->decay_grad ? p[k] * j->wd + g[k] : g[k]; /* grad = grad.add(param, alpha=weight_decay) */
+        m[k] = gk * j->a1 + m[k] * j->b1;                    /* exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
+        v[k] = v[k] * j->b2 + j->a2 * gk * gk;               /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2) */
+        float vk = v[k];
+        if (vmax) vk = vmax[k] = vmax[k] > vk ? vmax[k] : vk; /* torch.maximum(max_exp_avg_sqs[i], exp_avg_sq) */
+        float denom = sqrtf(vk) / j->bc2_sqrt + j->eps;      /* denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps) */
+        p[k] = p[k] + j->neg_step_size * m[k] / denom;       /* param.addcdiv_(exp_avg, denom, value=-step_size) */
+    }
+}
+
 static void adam_update(optim_Optimizer *o, int i, float *p, const float *g, int64_t n) {
     if (!o->exp_avg[i]) {
         o->exp_avg[i] = state_zeros(o->params[i]);
@@ -124,17 +148,9 @@ static void adam_update(optim_Optimizer *o, int i, float *p, const float *g, int
     double bias_correction2 = 1.0 - pow(o->beta2, step);    /* bias_correction2 = 1 - beta2 ** step */
     float neg_step_size = (float)-(o->lr / bias_correction1); /* step_size = lr / bias_correction1 */
     float bc2_sqrt = (float)sqrt(bias_correction2);         /* bias_correction2_sqrt = math.sqrt(...) */
-    float eps = (float)o->eps;
-    bool decay_grad = o->kind == OPTIM_ADAM && o->weight_decay != 0;
-    for (int64_t k = 0; k < n; k++) {
-        float gk = decay_grad ? p[k] * wd + g[k] : g[k];    /* grad = grad.add(param, alpha=weight_decay) */
-        m[k] = gk * a1 + m[k] * b1;                          /* exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
-        v[k] = v[k] * b2 + a2 * gk * gk;                     /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2) */
-        float vk = v[k];
-        if (vmax) vk = vmax[k] = vmax[k] > vk ? vmax[k] : vk; /* torch.maximum(max_exp_avg_sqs[i], exp_avg_sq) */
-        float denom = sqrtf(vk) / bc2_sqrt + eps;            /* denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps) */
-        p[k] = p[k] + neg_step_size * m[k] / denom;          /* param.addcdiv_(exp_avg, denom, value=-step_size) */
-    }
+    AdamJob j = {p, g, m, v, vmax, wd, b1, b2, a1, a2, neg_step_size, bc2_sqrt, (float)o->eps,
+                 o->kind == OPTIM_ADAM && o->weight_decay != 0};
+    ac_parallel_for(n, 16384, adam_task, &j); /* elements are independent: split among threads */
 }
 
 void optim_step(optim_Optimizer *o) {

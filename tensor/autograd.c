@@ -91,8 +91,17 @@ void torch_zero_grad_(Tensor *t) {
     if (t && t->grad) memset(t->grad->data, 0, sizeof(float) * (size_t)torch_numel(t->grad));
 }
 
+typedef struct { float *dst; const float *src, *a; } AddJob;
+static void add_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const AddJob *j = ctx;
+    const float *a = j->a ? j->a : j->dst;
+    for (int64_t i = i0; i < i1; i++) j->dst[i] = a[i] + j->src[i];
+}
+
+/* dst = (a ? a : dst) + src, split among threads for large gradients */
 static void add_into(float *dst, const float *src, int64_t n) {
-    for (int64_t i = 0; i < n; i++) dst[i] += src[i];
+    AddJob j = {dst, src, NULL};
+    ac_parallel_for(n, AC_GRAIN, add_task, &j);
 }
 
 void ac_accum(Tensor *x, Tensor *g) {
@@ -119,9 +128,8 @@ void ac_accum(Tensor *x, Tensor *g) {
         add_into(x->bgrad_->data, gd, n);
     } else {
         Tensor *s = ac_new_like(x);
-        const float *a = ac_cdata(x->bgrad_);
-        float *o = s->data;
-        for (int64_t i = 0; i < n; i++) o[i] = a[i] + gd[i];
+        AddJob j = {s->data, gd, ac_cdata(x->bgrad_)};
+        ac_parallel_for(n, AC_GRAIN, add_task, &j);
         x->bgrad_ = s;
         x->bgrad_owned_ = true;
     }

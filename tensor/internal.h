@@ -89,6 +89,7 @@ static inline int64_t ac_rows(const Tensor *t) {
 typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
 void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
 int ac_parallel_chunks(int64_t n, int64_t grain);
+#define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
 
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);

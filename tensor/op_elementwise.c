@@ -23,6 +23,37 @@ static void bin_row(BinOp op, const float *pa, int64_t sa, const float *pb, int6
     }
 }
 
+/* Large loops are split among threads: each element is computed the same way. */
+typedef struct {
+    BinOp op;
+    const float *a, *b;
+    float *o;
+    int nd;
+    int64_t inner, isa, isb;
+    const int64_t *shape, *sa, *sb;
+} BinJob;
+
+static void bin_flat_task(void *ctx, int64_t i0, int64_t i1, int chunk) { /* same sizes, or b a scalar (isb 0) */
+    const BinJob *j = ctx;
+    bin_row(j->op, j->a + i0, 1, j->b + i0 * j->isb, j->isb, j->o + i0, i1 - i0);
+}
+
+static void bin_rows_task(void *ctx, int64_t r0, int64_t r1, int chunk) { /* broadcasting: rows of the last dim */
+    const BinJob *j = ctx;
+    int64_t ia[AC_MAX_DIMS] = {0}, ib[AC_MAX_DIMS] = {0}, oa = 0, ob = 0, rest = r0;
+    for (int d = j->nd - 2; d >= 0; d--) { /* the odometer at row r0 */
+        ia[d] = ib[d] = rest % j->shape[d];
+        rest /= j->shape[d];
+        oa += ia[d] * j->sa[d];
+        ob += ib[d] * j->sb[d];
+    }
+    for (int64_t r = r0; r < r1; r++) {
+        bin_row(j->op, j->a + oa, j->isa, j->b + ob, j->isb, j->o + r * j->inner, j->inner);
+        ac_advance(j->nd - 1, j->shape, j->sa, ia, &oa);
+        ac_advance(j->nd - 1, j->shape, j->sb, ib, &ob);
+    }
+}
+
 /* out = a op b with broadcasting, no autograd. */
 static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
     int nd;
@@ -36,20 +67,16 @@ static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
     int64_t n = torch_numel(out);
     if (n == 0) return out;
     if (torch_numel(a) == n && torch_numel(b) == n) {
-        bin_row(op, da, 1, db, 1, o, n);
+        BinJob j = {op, da, db, o, 0, 0, 1, 1, NULL, NULL, NULL};
+        ac_parallel_for(n, AC_GRAIN, bin_flat_task, &j);
         return out;
     }
     int64_t sa[AC_MAX_DIMS], sb[AC_MAX_DIMS];
     ac_broadcast_strides(a, nd, shape, sa);
     ac_broadcast_strides(b, nd, shape, sb);
     int64_t inner = nd ? shape[nd - 1] : 1, rows = n / inner;
-    int64_t isa = nd ? sa[nd - 1] : 0, isb = nd ? sb[nd - 1] : 0;
-    int64_t ia[AC_MAX_DIMS] = {0}, ib[AC_MAX_DIMS] = {0}, oa = 0, ob = 0;
-    for (int64_t r = 0; r < rows; r++) { /* one innermost row at a time */
-        bin_row(op, da + oa, isa, db + ob, isb, o + r * inner, inner);
-        ac_advance(nd - 1, shape, sa, ia, &oa);
-        ac_advance(nd - 1, shape, sb, ib, &ob);
-    }
+    BinJob j = {op, da, db, o, nd, inner, nd ? sa[nd - 1] : 0, nd ? sb[nd - 1] : 0, shape, sa, sb};
+    ac_parallel_for(rows, AC_GRAIN / inner + 1, bin_rows_task, &j);
     return out;
 }
 
@@ -100,7 +127,8 @@ Tensor *torch_div(Tensor *a, Tensor *b) { return binary(DIV, a, b); }
 
 static Tensor *scalar_compute(BinOp op, Tensor *a, float s) {
     Tensor *out = ac_new_like(a);
-    bin_row(op, ac_cdata(a), 1, &s, 0, out->data, torch_numel(a));
+    BinJob j = {op, ac_cdata(a), &s, out->data, 0, 0, 1, 0, NULL, NULL, NULL};
+    ac_parallel_for(torch_numel(a), AC_GRAIN, bin_flat_task, &j);
     return out;
 }
 
@@ -149,7 +177,7 @@ static float pow_scalar(float x, double e) {
     return powf(x, (float)e);
 }
 
-static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e) {
+static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, double e) {
     switch (op) {
     case NEG: UN_LOOP(-x); break;
     case EXP: UN_LOOP(expf(x)); break;
@@ -162,16 +190,25 @@ static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e) 
     }
 }
 
-static void un_backward(Node *n, Tensor *gt) {
-    Tensor *a = n->inputs[0];
-    UnOp op = (UnOp)n->i[0];
-    const float *g = ac_cdata(gt), *x = ac_cdata(a), *y = ac_cdata(n->out);
-    Tensor *rt = ac_new_like(a);
-    float *r = rt->data;
-    int64_t len = torch_numel(a);
-    float e = (float)n->f[0];
+typedef struct { UnOp op; const float *in, *g, *x, *y; float *o; double e; } UnJob;
+
+static void un_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const UnJob *j = ctx;
+    un_compute_range(j->op, j->in + i0, j->o + i0, i1 - i0, j->e);
+}
+
+static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e) {
+    UnJob j = {op, in, NULL, NULL, NULL, o, e};
+    ac_parallel_for(n, AC_GRAIN, un_task, &j);
+}
+
+static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const UnJob *j = ctx;
+    UnOp op = j->op;
+    const float *g = j->g, *x = j->x, *y = j->y;
+    float *r = j->o, e = (float)j->e;
     const float beta = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-    for (int64_t i = 0; i < len; i++) {
+    for (int64_t i = i0; i < i1; i++) {
         switch (op) {
         case NEG: r[i] = -g[i]; break;
         case EXP: r[i] = g[i] * y[i]; break;               /* d e^x = e^x */
@@ -188,6 +225,13 @@ static void un_backward(Node *n, Tensor *gt) {
         }
         }
     }
+}
+
+static void un_backward(Node *n, Tensor *gt) {
+    Tensor *a = n->inputs[0];
+    Tensor *rt = ac_new_like(a);
+    UnJob j = {(UnOp)n->i[0], NULL, ac_cdata(gt), ac_cdata(a), ac_cdata(n->out), rt->data, (float)n->f[0]};
+    ac_parallel_for(torch_numel(a), AC_GRAIN, un_backward_task, &j);
     ac_accum(a, rt);
 }
 

@@ -25,9 +25,10 @@ static void split(const Tensor *t, int64_t dim, int64_t *outer, int64_t *size, i
     *size = t->ndim ? t->shape[dim] : 1;
 }
 
-static void softmax_rows(const float *x, float *y, int64_t outer, int64_t size, int64_t inner, bool log) {
-    float *tmp = inner == 1 ? ac_arena_alloc(sizeof(float) * (size_t)(size ? size : 1)) : NULL;
-    for (int64_t o = 0; o < outer; o++) {
+/* Rows [o0, o1) of the [outer, size, inner] view; tmp: `size` floats of scratch. */
+static void softmax_rows(const float *x, float *y, int64_t o0, int64_t o1, int64_t size, int64_t inner, bool log,
+                         float *tmp) {
+    for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             const float *xr = x + o * size * inner + in;
             float *yr = y + o * size * inner + in;
@@ -57,15 +58,24 @@ static void softmax_rows(const float *x, float *y, int64_t outer, int64_t size, 
     }
 }
 
-static void softmax_backward(Node *n, Tensor *gt) {
-    Tensor *x = n->inputs[0];
-    bool log = n->i[1] != 0;
-    int64_t outer, size, inner;
-    split(x, n->i[0], &outer, &size, &inner);
-    const float *g = ac_cdata(gt), *y = ac_cdata(n->out);
-    Tensor *rt = ac_new_like(x);
-    float *r = rt->data;
-    for (int64_t o = 0; o < outer; o++) {
+/* Rows are independent: they are split among threads (each row whole, in the same order). */
+typedef struct {
+    const float *x, *y, *g;
+    float *out, *tmp;
+    int64_t size, inner;
+    bool log;
+} Rows;
+
+static void forward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
+    const Rows *r = ctx;
+    softmax_rows(r->x, r->out, o0, o1, r->size, r->inner, r->log, r->tmp + chunk * (r->size ? r->size : 1));
+}
+
+static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
+    const Rows *r = ctx;
+    const float *g = r->g, *y = r->y;
+    int64_t size = r->size, inner = r->inner;
+    for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             int64_t base = o * size * inner + in;
             float s = 0;
@@ -73,14 +83,28 @@ static void softmax_backward(Node *n, Tensor *gt) {
              * log_softmax: dx = g - exp(y) * sum(g) */
             for (int64_t i = 0; i < size; i++) {
                 int64_t k = base + i * inner;
-                s += log ? g[k] : g[k] * y[k];
+                s += r->log ? g[k] : g[k] * y[k];
             }
             for (int64_t i = 0; i < size; i++) {
                 int64_t k = base + i * inner;
-                r[k] = log ? g[k] - expf(y[k]) * s : y[k] * (g[k] - s);
+                r->out[k] = r->log ? g[k] - expf(y[k]) * s : y[k] * (g[k] - s);
             }
         }
     }
+}
+
+static int64_t grain_rows(int64_t size, int64_t inner) {
+    int64_t per = size * inner;
+    return per >= 16384 ? 1 : 16384 / (per + 1) + 1; /* ~16K elements a chunk at least */
+}
+
+static void softmax_backward(Node *n, Tensor *gt) {
+    Tensor *x = n->inputs[0];
+    int64_t outer, size, inner;
+    split(x, n->i[0], &outer, &size, &inner);
+    Tensor *rt = ac_new_like(x);
+    Rows r = {NULL, ac_cdata(n->out), ac_cdata(gt), rt->data, NULL, size, inner, n->i[1] != 0};
+    ac_parallel_for(outer, grain_rows(size, inner), backward_task, &r);
     ac_accum(x, rt);
 }
 
@@ -91,7 +115,10 @@ static Tensor *softmax_impl(Tensor *a, int64_t dim, bool log) {
     int64_t outer, size, inner;
     split(a, dim, &outer, &size, &inner);
     Tensor *out = ac_new_like(a);
-    softmax_rows(ac_cdata(a), out->data, outer, size, inner, log);
+    int64_t grain = grain_rows(size, inner);
+    Rows r = {ac_cdata(a), NULL, NULL, out->data, NULL, size, inner, log};
+    r.tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)(size ? size : 1), (size_t)ac_parallel_chunks(outer, grain)));
+    ac_parallel_for(outer, grain, forward_task, &r);
     Node *n = AC_NODE(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", softmax_backward, out, a);
     if (n) {
         n->i[0] = dim;
