@@ -133,11 +133,55 @@ START_TEST(test_shared_default_generator) {
 }
 END_TEST
 
+/* The bits never depend on the thread count: a 20-step run's checkpoint is
+ * the same file, byte for byte, at 1, 2 and 3 threads, in both maths. */
+START_TEST(test_checkpoint_same_at_any_thread_count) {
+    char dir[] = "/tmp/ac_thr_XXXXXX", cmd[1024];
+    ck_assert(mkdtemp(dir) != NULL);
+    const char *b = getenv("AC_BUILD") ? getenv("AC_BUILD") : "build";
+    for (int exact = 0; exact < 2; exact++) {
+        for (int t = 1; t <= 3; t++) {
+            snprintf(cmd, sizeof cmd,
+                     "OMP_NUM_THREADS=%d %s/train %s --data %s --steps 20 --batch 16 --context 64 --dim 64 --heads 4 "
+                     "--sample 0 --save %s/t%d.safetensors > %s/t%d.log", t, b, exact ? "--exact" : "",
+                     shared_path("data/the-verdict.txt"), dir, t, dir, t);
+            ck_assert_int_eq(system(cmd), 0);
+        }
+        for (int t = 2; t <= 3; t++) {
+            snprintf(cmd, sizeof cmd, "cmp %s/t1.safetensors %s/t%d.safetensors && cmp %s/t1.log %s/t%d.log", dir, dir, t,
+                     dir, dir, t);
+            ck_assert_msg(system(cmd) == 0, "%s math: %d threads differ from 1", exact ? "exact" : "fast", t);
+        }
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+END_TEST
+
+/* torch_set_num_threads / torch_get_num_threads, as PyTorch's. */
+START_TEST(test_num_threads) {
+    int n = torch_get_num_threads();
+    ck_assert_int_ge(n, 1);
+    torch_set_num_threads(3);
+    ck_assert_int_eq(torch_get_num_threads(), 3);
+    EXPECT_ERROR("set_num_threads: Expected number of threads to be positive, but got 0", torch_set_num_threads(0));
+    /* a product big enough to be split gives the same bits at 1 and 3 threads */
+    torch_manual_seed(0);
+    Tensor *a = torch_randn(SHAPE(300, 200)), *w = torch_randn(SHAPE(200, 100));
+    Tensor *y3 = torch_softmax(torch_matmul(a, w), -1);
+    torch_set_num_threads(1);
+    Tensor *y1 = torch_softmax(torch_matmul(a, w), -1);
+    ck_assert(memcmp(y1->data, y3->data, sizeof(float) * 300 * 100) == 0);
+}
+END_TEST
+
 Suite *suite_threads(void) {
     Suite *s = suite_create("threads");
     TCase *tc = tcase("threads");
     tcase_add_test(tc, test_two_models_on_two_threads);
     tcase_add_test(tc, test_shared_default_generator);
+    tcase_add_test(tc, test_checkpoint_same_at_any_thread_count);
+    tcase_add_test(tc, test_num_threads);
     suite_add_tcase(s, tc);
     return s;
 }
