@@ -57,6 +57,7 @@ static const char builtin_text[] =
 
 typedef struct {
     const char *data, *log, *save, *load, *prompt, *plot, *attention_svg;
+    bool fused; /* --attention fused */
     long steps, batch, context, dim, heads, sample, top_k, plot_every, save_every;
     double lr, temperature;
     unsigned long long seed;
@@ -79,6 +80,10 @@ static void usage(FILE *f) {
             "attention.c's own:\n"
             "  --exact            exact math: every sum in PyTorch's order, the same loss as toy_lm.py to the\n"
             "                     last printed digit (default: fast math, FMA kernels, within 1e-4 of it)\n"
+            "  --threads N        threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS);\n"
+            "                     the numbers are the same at any count\n"
+            "  --attention KIND   explicit (default: toy_lm.py's masked softmax, step for step) or fused\n"
+            "                     (scaled_dot_product_attention: no (T, T) matrices, for long contexts)\n"
             "  --log FILE         one \"step N loss X\" line per step\n"
             "  --save FILE        save model, Adam state, step and generator at the end, on Ctrl-C, SIGTERM,\n"
             "                     SIGHUP or an error (always a whole step); the path is checked before training\n"
@@ -148,6 +153,15 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--attention-svg") == 0) a->attention_svg = v;
         else if (strcmp(f, "--plot-every") == 0) ok = parse_long(f, v, 1, &a->plot_every);
         else if (strcmp(f, "--save-every") == 0) ok = parse_long(f, v, 0, &a->save_every);
+        else if (strcmp(f, "--threads") == 0) {
+            long t;
+            ok = parse_long(f, v, 1, &t);
+            if (ok) torch_set_num_threads(t > 256 ? 256 : (int)t);
+        } else if (strcmp(f, "--attention") == 0) {
+            ok = strcmp(v, "fused") == 0 || strcmp(v, "explicit") == 0;
+            a->fused = strcmp(v, "fused") == 0;
+            if (!ok) fprintf(stderr, "train: --attention expects fused or explicit, got '%s'\n", v);
+        }
         else if (strcmp(f, "--steps") == 0) { ok = parse_long(f, v, 0, &a->steps); a->steps_given = true; }
         else if (strcmp(f, "--batch") == 0) ok = parse_long(f, v, 1, &a->batch);
         else if (strcmp(f, "--context") == 0) ok = parse_long(f, v, 1, &a->context);
@@ -328,8 +342,10 @@ static bool attention_svg(const char *path, nn_ToyLM *model, const CharText *ct,
     int64_t len = 0, *ids = encode_prompt(ct, prompt, 0, &len);
     int64_t start = len > model->context_length ? len - model->context_length : 0, t = len - start;
     nn_eval(&model->module);
-    bool prev = torch_no_grad_enter();
+    bool prev = torch_no_grad_enter(), fused = model->attn->fused;
+    model->attn->fused = false; /* the picture needs the weights, which only the explicit path makes */
     nn_ToyLM_forward(model, torch_tensor_long(ids + start, SHAPE(1, t)));
+    model->attn->fused = fused;
     torch_no_grad_exit(prev);
     nn_train(&model->module, true);
     const char **labels = ac_arena_alloc(sizeof(char *) * (size_t)t);
@@ -461,6 +477,7 @@ int main(int argc, char **argv) {
 
     torch_manual_seed(a.seed);                                         /* torch.manual_seed(a.seed) */
     nn_ToyLM *model = nn_ToyLM_new(ct.vocab_size, a.context, a.dim, a.heads); /* model = ToyLM(len(chars), ...) */
+    model->attn->fused = a.fused;
     optim_Optimizer *opt = optim_Adam(nn_named_parameters(&model->module), a.lr, 0.9, 0.999, 1e-8, 0.0, false);
     run.model = model, run.opt = opt;
     int64_t step0 = 0;

@@ -116,7 +116,7 @@ static Tensor *causal_mask(Tensor *mask, int64_t t, int64_t context_length, cons
     if (t > context_length)
         ac_error("%s: the input has %lld tokens, but the causal mask was built for context_length=%lld",
                  who, (long long)t, (long long)context_length);
-    return torch_slice(torch_slice(torch_to_bool(mask), 0, 0, t), 1, 0, t);
+    return torch_to_bool(torch_slice(torch_slice(mask, 0, 0, t), 1, 0, t)); /* only the [:t, :t] that is used */
 }
 
 Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x) {
@@ -191,17 +191,26 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
     if (x->ndim != 3) ac_error("MultiHeadAttention: expected input of shape (b, t, d_in), got %s", ac_shape_str(x));
     int64_t b = x->shape[0], t = x->shape[1];                /* b, t, _ = x.shape */
     int64_t h = self->num_heads, dh = self->head_dim;        /* h, dh = self.num_heads, self.head_dim */
-    Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
+    if (t > self->context_length)
+        ac_error("MultiHeadAttention: the input has %lld tokens, but the causal mask was built for context_length=%lld",
+                 (long long)t, (long long)self->context_length);
     /* queries = self.W_query(x).view(b, t, h, dh).transpose(1, 2)   # (b, h, t, dh) */
     Tensor *queries = torch_transpose(torch_view(nn_Linear_forward(self->W_query, x), SHAPE(b, t, h, dh)), 1, 2);
     Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(self->W_key, x), SHAPE(b, t, h, dh)), 1, 2);
     Tensor *values = torch_transpose(torch_view(nn_Linear_forward(self->W_value, x), SHAPE(b, t, h, dh)), 1, 2);
-    Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
-    attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
-    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
-    self->last_attn_weights = attn_weights;
-    /* context = (attn_weights @ values).transpose(1, 2).contiguous().view(b, t, h * dh) */
-    Tensor *context = torch_view(torch_contiguous(torch_transpose(torch_matmul(attn_weights, values), 1, 2)),
-                                 SHAPE(b, t, h * dh));
+    Tensor *heads_out;
+    if (self->fused) { /* F.scaled_dot_product_attention(queries, keys, values, is_causal=True) */
+        heads_out = torch_scaled_dot_product_attention(queries, keys, values, NULL, 0.0, true, NAN);
+        self->last_attn_weights = NULL;
+    } else {
+        Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
+        Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
+        attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
+        Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
+        self->last_attn_weights = attn_weights;
+        heads_out = torch_matmul(attn_weights, values);        /* attn_weights @ values */
+    }
+    /* context = (...).transpose(1, 2).contiguous().view(b, t, h * dh) */
+    Tensor *context = torch_view(torch_contiguous(torch_transpose(heads_out, 1, 2)), SHAPE(b, t, h * dh));
     return nn_Linear_forward(self->out_proj, context);       /* return self.out_proj(context) */
 }

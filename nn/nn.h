@@ -150,7 +150,8 @@ typedef struct {
     int64_t num_heads, head_dim, d_out, context_length;
     nn_Linear *W_query, *W_key, *W_value, *out_proj;
     Tensor *mask;
-    Tensor *last_attn_weights; /* (b, h, t, t) weights of the last forward (arena), to look at */
+    Tensor *last_attn_weights; /* (b, h, t, t) weights of the last forward (arena), to look at; NULL when fused */
+    bool fused; /* use torch_scaled_dot_product_attention (is_causal), as nn.MultiheadAttention does since 2.0 */
 } nn_MultiHeadAttention;
 nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
                                                  int64_t num_heads);

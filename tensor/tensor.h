@@ -241,6 +241,15 @@ Tensor *torch_linear(Tensor *x, Tensor *weight, Tensor *bias); /* x @ W^T + b */
 Tensor *torch_cross_entropy(Tensor *logits, Tensor *target, int64_t ignore_index);
 Tensor *torch_nll_loss(Tensor *log_probs, Tensor *target, int64_t ignore_index);  /* F.nll_loss, mean */
 Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim);    /* int64, no grad */
+/* F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)
+ * (PyTorch 2.x): softmax(q @ k^T * scale + mask) @ v, fused (FlashAttention-2:
+ * tiles and an online softmax, never the (L, S) scores; extra memory O(B*H*L)).
+ * q (..., L, E), k (..., S, E), v (..., S, Ev), equal batch dims; attn_mask NULL,
+ * bool (true: takes part) or float (added), broadcast to (..., L, S);
+ * is_causal: key j only for queries i >= j; scale NAN: 1/sqrt(E); dropout_p
+ * must be 0. grad_fn ScaledDotProductFlashAttentionForCpuBackward0. */
+Tensor *torch_scaled_dot_product_attention(Tensor *query, Tensor *key, Tensor *value, Tensor *attn_mask,
+                                           double dropout_p, bool is_causal, double scale);
 
 /* ---- autograd --------------------------------------------------------------- */
 Tensor *torch_requires_grad_(Tensor *t, bool requires_grad);

@@ -328,8 +328,20 @@ FN(attention, torch_matmul(torch_softmax(torch_div_scalar(torch_masked_fill(
                   torch_matmul(torch_matmul(x[0], x[1]), torch_T(torch_matmul(x[0], x[2]))), causal_mask(4), -INFINITY),
                   1.41421356), -1), torch_matmul(x[0], x[3])))
 
+/* the fused attention: causal and not, a float mask, lengths across its 64-row tiles, and T = 1 */
+FN(sdpa_causal, torch_scaled_dot_product_attention(x[0], x[1], x[2], NULL, 0.0, true, NAN))
+FN(sdpa_full, torch_scaled_dot_product_attention(x[0], x[1], x[2], NULL, 0.0, false, 0.7))
+static Tensor *sdpa_float_mask;
+FN(sdpa_mask, torch_scaled_dot_product_attention(x[0], x[1], x[2], sdpa_float_mask, 0.0, false, NAN))
+
 START_TEST(test_grad_attention_block) {
     CHECK(attention, IN(1, 4, 3), IN(2, 3, 2), IN(3, 3, 2), IN(4, 3, 4));
+    CHECK(sdpa_causal, IN(5, 2, 5, 3), IN(6, 2, 5, 3), IN(7, 2, 5, 4));
+    CHECK(sdpa_causal, IN(5, 1, 1, 2), IN(6, 1, 1, 2), IN(7, 1, 1, 3));
+    CHECK(sdpa_full, IN(8, 3, 4), IN(9, 6, 4), IN(10, 6, 2));
+    CHECK(sdpa_causal, IN(11, 67, 2), IN(12, 67, 2), IN(13, 67, 2));
+    sdpa_float_mask = torch_detach(IN(14, 3, 5));
+    CHECK(sdpa_mask, IN(15, 2, 3, 2), IN(16, 2, 5, 2), IN(17, 2, 5, 3));
 }
 END_TEST
 

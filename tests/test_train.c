@@ -41,12 +41,11 @@ static int golden_losses(const char *name, char *flags, size_t flen, double *l) 
 /* The loss at every step against toy_lm.py's. Exact math: equal to the last
  * printed digit (2e-6: the two printouts may round a value on the boundary
  * apart). Fast math (FMA kernels, other roundings): within 1e-4. */
-static void check_against_pytorch(const char *name, bool exact, double tol) {
+static void check_against_pytorch(const char *name, const char *mode, double tol) {
     double want[400], got[400];
     char flags[256], cmd[1024];
     int n = golden_losses(name, flags, sizeof flags, want);
-    snprintf(cmd, sizeof cmd, "%s/train %s --data %s %s", build_dir(), exact ? "--exact" : "",
-             shared_path("data/the-verdict.txt"), flags);
+    snprintf(cmd, sizeof cmd, "%s/train %s --data %s %s", build_dir(), mode, shared_path("data/the-verdict.txt"), flags);
     char *out;
     ck_assert_int_eq(run_command(cmd, &out), 0);
     ck_assert_int_eq(parse_losses(out, got, 400, NULL), n);
@@ -56,20 +55,22 @@ static void check_against_pytorch(const char *name, bool exact, double tol) {
         if (d > worst) worst = d;
         ck_assert_msg(d <= tol, "%s step %d: loss %.6f, PyTorch %.6f", name, i + 1, got[i], want[i]);
     }
-    fprintf(stderr, "train %s (%s math): %d steps, largest difference from PyTorch %.2g\n", name,
-            exact ? "exact" : "fast", n, worst);
+    fprintf(stderr, "train %s (%s): %d steps, largest difference from PyTorch %.2g\n", name, mode[0] ? mode : "fast math",
+            n, worst);
     free(out);
 }
 
-START_TEST(test_same_loss_as_pytorch_default_flags) { check_against_pytorch("default", true, 2e-6); }
+START_TEST(test_same_loss_as_pytorch_default_flags) { check_against_pytorch("default", "--exact", 2e-6); }
 END_TEST
 
-START_TEST(test_same_loss_as_pytorch_other_flags) { check_against_pytorch("custom", true, 2e-6); }
+START_TEST(test_same_loss_as_pytorch_other_flags) { check_against_pytorch("custom", "--exact", 2e-6); }
 END_TEST
 
 START_TEST(test_fast_math_within_1e4_of_pytorch) {
-    check_against_pytorch("default", false, 1e-4);
-    check_against_pytorch("custom", false, 1e-4);
+    check_against_pytorch("default", "", 1e-4);
+    check_against_pytorch("custom", "", 1e-4);
+    check_against_pytorch("default", "--attention fused", 1e-4); /* the fused attention, too */
+    check_against_pytorch("custom", "--attention fused --threads 3", 1e-4);
 }
 END_TEST
 
@@ -271,6 +272,8 @@ START_TEST(test_flags_and_builtin_text) {
         {"--lr 1e300", 2, "--lr 1e300 is not finite in float32"},
         {"--seed 18446744073709551616", 2, "--seed expects an integer from -2^63 to 2^64-1"},
         {"--save /nonexistent/dir/ck.safetensors", 1, "cannot write --save /nonexistent/dir/ck.safetensors"},
+        {"--attention flash", 2, "--attention expects fused or explicit, got 'flash'"},
+        {"--threads 0", 2, "--threads expects an integer >= 1"},
     };
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         snprintf(cmd, sizeof cmd, "%s/train %s 2>&1", b, bad[i].flags);

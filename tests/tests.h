@@ -67,5 +67,6 @@ Suite *suite_hostile(void);
 Suite *suite_error_paths(void);
 Suite *suite_threads(void);
 Suite *suite_kernels(void);
+Suite *suite_attention(void);
 
 #endif
