@@ -3,9 +3,11 @@
  *   article     forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)
  *   train-tiny  one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)
  *   train-base  the same with T=128 B=16 d=256 H=8 (ms/step)
- *   matmul      (a @ b).sum().backward() for square n = 128..1024, GFLOP/s counted as 6 n^3 per step
- * Usage: bench [article|train-tiny|train-base|matmul ...]   (default: all four)
- * Timing as workloads.py: warm-up, then the median of 5 runs of `iters` steps. */
+ *   matmul      (a @ b).sum().backward() for square n = 128..2048, GFLOP/s counted as 6 n^3 per step
+ *   long-context  one Adam step of ToyLM V=65 T=4096 B=1 d=128 H=4, fused then explicit attention
+ *               (ms/step and peak RSS: the explicit path holds several (B, H, T, T) tensors)
+ * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all five)
+ * Timing as workloads.py: warm-up, then the median of `repeat` runs of `iters` steps. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +34,17 @@ static int cmp_double(const void *a, const void *b) {
 
 typedef void (*StepFn)(void *ctx);
 
-/* timed(step, warmup, iters, repeat=5): the median seconds per step */
-static double timed(StepFn step, void *ctx, int warmup, int iters) {
+/* timed(step, warmup, iters, repeat): the median seconds per step */
+static double timed(StepFn step, void *ctx, int warmup, int iters, int repeat) {
     for (int i = 0; i < warmup; i++) step(ctx);
     double runs[5];
-    for (int r = 0; r < 5; r++) {
+    for (int r = 0; r < repeat; r++) {
         double t = now();
         for (int i = 0; i < iters; i++) step(ctx);
         runs[r] = (now() - t) / iters;
     }
-    qsort(runs, 5, sizeof(double), cmp_double);
-    return runs[2];
+    qsort(runs, (size_t)repeat, sizeof(double), cmp_double);
+    return repeat % 2 ? runs[repeat / 2] : (runs[repeat / 2 - 1] + runs[repeat / 2]) / 2; /* statistics.median */
 }
 
 static double peak_rss_mb(void) {
@@ -60,8 +62,10 @@ static double peak_rss_mb(void) {
 }
 
 static void print_line(const char *workload, const char *fields) {
-    printf("{%s, \"workload\": \"%s\", \"threads\": 1, \"engine\": \"attention.c\", \"peak_rss_mb\": %.1f}\n", fields,
-           workload, peak_rss_mb());
+    printf("{%s, \"workload\": \"%s\", \"threads\": %d, \"engine\": \"attention.c (%s math, %s kernel)\", "
+           "\"peak_rss_mb\": %.1f}\n",
+           fields, workload, torch_get_num_threads(), ac_get_exact() ? "exact" : "fast",
+           ac_get_exact() ? "reference-order" : ac_gemm_kernel_name(), peak_rss_mb());
     fflush(stdout);
 }
 
@@ -84,7 +88,7 @@ static void article(void) {
     nn_free(&e->module);
     torch_manual_seed(123);
     ArticleCtx c = {nn_SelfAttention_new(3, 2, 4), x};
-    double s = timed(article_step, &c, 200, 2000);
+    double s = timed(article_step, &c, 200, 2000, 5);
     char f[64];
     snprintf(f, sizeof f, "\"us_per_iter\": %.3f", s * 1e6);
     print_line("article", f);
@@ -107,25 +111,27 @@ static void train_step(void *p) {
     ac_arena_release(m);
 }
 
-static void train(const char *name, int64_t V, int64_t T, int64_t B, int64_t d, int64_t H, int iters) {
+static void train(const char *name, int64_t V, int64_t T, int64_t B, int64_t d, int64_t H, int iters, bool fused) {
     torch_manual_seed(0);
     TrainCtx c;
     c.V = V;
     c.model = nn_ToyLM_new(V, T, d, H);
+    c.model->attn->fused = fused;
     c.opt = optim_Adam(nn_named_parameters(&c.model->module), 1e-3, 0.9, 0.999, 1e-8, 0.0, false);
     ac_mark m = ac_arena_mark();
     Tensor *data = torch_randint(0, V, SHAPE(B, T + 1));               /* data = torch.randint(0, V, (B, T + 1)) */
     c.idx = torch_persist(torch_slice(data, 1, 0, T));                 /* idx = data[:, :-1] */
     c.tgt = torch_persist(torch_slice(data, 1, 1, T + 1));             /* tgt = data[:, 1:] */
     ac_arena_release(m);
-    double s = timed(train_step, &c, 5, iters);
-    char f[64];
-    snprintf(f, sizeof f, "\"ms_per_step\": %.3f", s * 1e3);
+    double s = T <= 128 ? timed(train_step, &c, 5, iters, 5) : timed(train_step, &c, 1, iters, 2);
+    char f[96];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.3f, \"attention\": \"%s\"", s * 1e3, fused ? "fused" : "explicit");
     print_line(name, f);
     torch_free(c.idx);
     torch_free(c.tgt);
     optim_free(c.opt);
     nn_free(&c.model->module);
+    ac_shutdown(); /* the arena's blocks back, so that the next workload's peak RSS is its own */
 }
 
 /* ---- matmul ------------------------------------------------------------------------------------------- */
@@ -143,7 +149,7 @@ static void matmul_step(void *p) {
 static void matmul(void) {
     char f[256];
     int k = 0;
-    for (int64_t n = 128; n <= 1024; n *= 2) {
+    for (int64_t n = 128; n <= 2048; n *= 2) {
         torch_manual_seed(0);
         MatCtx c;
         c.a = torch_requires_grad_(torch_persist(torch_rand(SHAPE(n, n))), true);
@@ -151,7 +157,7 @@ static void matmul(void) {
         double flops = 6.0 * (double)n * (double)n * (double)n;
         int iters = (int)(2e8 / flops);
         if (iters < 1) iters = 1;
-        double s = timed(matmul_step, &c, 2, iters);
+        double s = timed(matmul_step, &c, 2, iters, 5);
         k += snprintf(f + k, sizeof f - (size_t)k, "%s\"gflops_%lld\": %.2f", k ? ", " : "", (long long)n, flops / s / 1e9);
         torch_free(c.a);
         torch_free(c.b);
@@ -160,30 +166,53 @@ static void matmul(void) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [WORKLOAD ...]   (default: all four)\n"
+    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all five)\n"
                "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
-               "  article     forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
-               "  train-tiny  one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
-               "  train-base  the same with T=128 B=16 d=256 H=8 (ms/step)\n"
-               "  matmul      (a @ b).sum().backward() for square n = 128..1024 (GFLOP/s, 6 n^3 per step)\n"
+               "  article       forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
+               "  train-tiny    one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
+               "  train-base    the same with T=128 B=16 d=256 H=8 (ms/step)\n"
+               "  matmul        (a @ b).sum().backward() for square n = 128..2048 (GFLOP/s, 6 n^3 per step)\n"
+               "  long-context  the same step with T=4096 B=1 d=128 H=4, fused then explicit attention (ms/step,\n"
+               "                peak RSS)\n"
+               "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
+               "  --exact       exact math (reference BLAS's order) instead of the fast kernels\n"
                "Compare with PyTorch in the same sitting (ratios, not absolute times), for example:\n"
-               "  ./build/bench train-base; python3 ../shared/pytorch/workloads.py train-base\n");
+               "  ./build/bench --threads 1 train-base; python3 ../shared/pytorch/workloads.py train-base --threads 1\n");
 }
 
 int main(int argc, char **argv) {
-    const char *all[] = {"article", "train-tiny", "train-base", "matmul"};
-    int n = argc > 1 ? argc - 1 : 4;
-    for (int i = 0; i < n; i++) {
-        const char *w = argc > 1 ? argv[i + 1] : all[i];
-        if (strcmp(w, "--help") == 0 || strcmp(w, "-h") == 0) {
+    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context"}, *chosen[16];
+    int n = 0;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
             return 0;
+        } else if (strcmp(argv[i], "--exact") == 0) {
+            ac_set_exact(true);
+        } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+            char *end;
+            long t = strtol(argv[++i], &end, 10);
+            if (*end || t < 1 || t > 256) {
+                fprintf(stderr, "bench: --threads expects 1 to 256, got '%s'\n", argv[i]);
+                return 2;
+            }
+            torch_set_num_threads((int)t);
+        } else if (n < 16) {
+            chosen[n++] = argv[i];
         }
+    }
+    if (n == 0)
+        for (int i = 0; i < 5; i++) chosen[n++] = all[i];
+    for (int i = 0; i < n; i++) {
+        const char *w = chosen[i];
         if (strcmp(w, "article") == 0) article();
-        else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50);
-        else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10);
+        else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50, false);
+        else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10, false);
         else if (strcmp(w, "matmul") == 0) matmul();
-        else {
+        else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
+            train("long-context", 65, 4096, 1, 128, 4, 2, true);
+            train("long-context", 65, 4096, 1, 128, 4, 2, false);
+        } else {
             fprintf(stderr, "bench: unknown workload '%s'\n", w);
             usage(stderr);
             return 2;

@@ -27,6 +27,16 @@ static void check_input(const Tensor *x, int64_t d_in, const char *who) {
                  ac_shape_str(x));
 }
 
+/* register_buffer("mask", torch.triu(torch.ones(T, T), diagonal=1)), built in
+ * place: no (T, T) temporaries (64 MiB each at T = 4096). */
+static Tensor *causal_buffer(nn_Module *m, int64_t T) {
+    Tensor *mask = nn_adopt_buffer(m, "mask", ac_persist_zeros(AC_FLOAT32, SHAPE(T, T)));
+    float *p = mask->data;
+    for (int64_t i = 0; i < T; i++)
+        for (int64_t j = i + 1; j < T; j++) p[i * T + j] = 1.0f;
+    return mask;
+}
+
 /* ---- SelfAttention ------------------------------------------------------------------------ */
 
 static Tensor *sa_fwd(nn_Module *m, Tensor *x) { return nn_SelfAttention_forward((nn_SelfAttention *)m, x); }
@@ -105,9 +115,7 @@ nn_CausalAttention *nn_CausalAttention_new(int64_t d_in, int64_t d_out_kq, int64
     qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value);
     c->dropout = nn_Dropout_new(dropout);
     nn_register_module(&c->module, "dropout", &c->dropout->module);
-    ac_mark mk = ac_arena_mark();
-    c->mask = nn_register_buffer(&c->module, "mask", torch_triu(torch_ones(SHAPE(context_length, context_length)), 1));
-    ac_arena_release(mk);
+    c->mask = causal_buffer(&c->module, context_length);
     return c;
 }
 
@@ -180,9 +188,7 @@ nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, in
     a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key", &nn_Linear_new(d_in, d_out, false)->module);
     a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value", &nn_Linear_new(d_in, d_out, false)->module);
     a->out_proj = (nn_Linear *)nn_register_module(&a->module, "out_proj", &nn_Linear_new(d_out, d_out, true)->module);
-    ac_mark mk = ac_arena_mark();
-    a->mask = nn_register_buffer(&a->module, "mask", torch_triu(torch_ones(SHAPE(context_length, context_length)), 1));
-    ac_arena_release(mk);
+    a->mask = causal_buffer(&a->module, context_length);
     return a;
 }
 

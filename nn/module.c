@@ -30,8 +30,10 @@ Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
     return p;
 }
 
-Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) {
-    Tensor *b = torch_persist(data);
+Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) { return nn_adopt_buffer(m, name, torch_persist(data)); }
+
+Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *b) {
+    if (!b || !b->persistent) ac_error("nn_adopt_buffer: %s must be a torch_persist tensor", name);
     m->buffers = grow(m->buffers, m->n_buffers, sizeof *m->buffers);
     m->buffers[m->n_buffers++] = (nn_Named){ac_strdup(name), b};
     return b;

@@ -46,6 +46,7 @@ Tensor *nn_Parameter(Tensor *data);          /* long-lived leaf that requires gr
 void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward);
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data); /* takes nn_Parameter(data) */
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
+Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a torch_persist tensor, no copy */
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
 Tensor *nn_forward(nn_Module *m, Tensor *x);
 nn_TensorList nn_named_parameters(nn_Module *m);  /* "attn.W_query.weight", registration order */

@@ -129,6 +129,7 @@ bool ac_gemm_use_kernel(const char *name) {
 }
 
 const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
+const char *ac_gemm_kernel_name(void) { return kernel().name; }
 
 /* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the right. */
 static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {

@@ -360,6 +360,25 @@ Tensor *torch_persist(Tensor *t) {
     return p;
 }
 
+Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
+    check_shape(ndim, shape, "ac_persist_zeros");
+    size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
+    size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
+    if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
+    size_t total = (head + bytes + 63) & ~(size_t)63;
+    char *mem = ac_alloc_refused(total) ? NULL : aligned_alloc(64, total);
+    if (!mem) ac_out_of_memory(total, 1);
+    memset(mem, 0, total);
+    Tensor *p = (Tensor *)mem;
+    p->dtype = dtype;
+    p->ndim = ndim;
+    memcpy(p->shape, shape, sizeof(int64_t) * (size_t)ndim);
+    ac_contiguous_strides(ndim, p->shape, p->stride);
+    p->data = mem + head;
+    p->persistent = true;
+    return p;
+}
+
 void torch_free(Tensor *t) {
     if (!t) return;
     if (!t->persistent) ac_error("torch_free: the tensor lives in the arena (only torch_persist tensors are freed one by one)");

@@ -98,6 +98,7 @@ size_t ac_size_mul(size_t n, size_t elem_size);       /* n * elem_size, or that 
 void ac_fail_alloc_at(uint64_t n);
 uint64_t ac_alloc_count(void);                       /* allocations so far (malloc'd and arena blocks) */
 Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
+Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape); /* long-lived zeros, no arena copy */
 void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */
 
 /* ---- exact or fast math -------------------------------------------------------
@@ -109,6 +110,7 @@ void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .g
  * before computing (it is process-wide). */
 void ac_set_exact(bool exact);
 bool ac_get_exact(void);
+const char *ac_gemm_kernel_name(void); /* the fast kernel this CPU runs: "avx512", "avx2+fma" or "portable" */
 
 /* ---- threads inside ops (as torch.set_num_threads) ----------------------------
  * Default: the cores this process may use, or OMP_NUM_THREADS. Matmul, softmax,
