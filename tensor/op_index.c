@@ -56,6 +56,9 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
     int64_t d = ac_wrap_dim(dim, a->ndim, "index_select");
     if (index && index->ndim > 1) ac_error("index_select: Index is supposed to be a vector (got %dD)", index->ndim);
     int64_t size = a->ndim ? a->shape[d] : 1;
+    if (a->ndim == 0 && index && torch_numel(index) != 1) /* a scalar's result holds one element */
+        ac_error("index_select: index_select(): Index to scalar can have only 1 value, got %lld value(s)",
+                 (long long)torch_numel(index));
     Tensor *idx = checked_indices(index, size, false, "index_select");
     int64_t cnt = torch_numel(idx), outer = 1, inner = 1, shape[AC_MAX_DIMS];
     for (int i = 0; i < a->ndim; i++) {

@@ -69,6 +69,10 @@ START_TEST(test_empty_inner_dims) {
     ck_assert_int_eq(torch_numel(e->grad), 0);
     EXPECT_ERROR("matmul: mat1 and mat2 shapes cannot be multiplied (6x0 and 4x5)",
                  torch_matmul(torch_rand(SHAPE(2, 3, 0)), torch_rand(SHAPE(4, 5))));
+    /* and the long fuzz run's find: index_select on a 0-dim tensor with several indices wrote past its one element */
+    EXPECT_ERROR("index_select(): Index to scalar can have only 1 value, got 2 value(s)",
+                 torch_index_select(torch_scalar_tensor(5), 0, torch_tensor_long((const int64_t[]){0, 0}, SHAPE(2))));
+    ck_assert(torch_item(torch_index_select(torch_scalar_tensor(5), 0, torch_tensor_long((const int64_t[]){0}, SHAPE(1)))) == 5);
     EXPECT_ERROR("linear: mat1 and mat2 shapes cannot be multiplied (6x0 and 1x2)",
                  torch_linear(torch_rand(SHAPE(2, 3, 0)), torch_rand(SHAPE(2, 1)), NULL));
 }
