@@ -98,8 +98,12 @@ int64_t ac_shape_numel(int ndim, const int64_t *shape) {
     for (int i = 0; i < ndim; i++) zero = zero || shape[i] == 0;
     if (zero) return 0; /* (0, 2^62, 2^62) has no elements, whatever the rest multiplies to */
     for (int i = 0; i < ndim; i++) {
-        if (shape[i] < 0 || n > INT64_MAX / shape[i]) ac_error("numel: integer multiplication overflow");
-        n *= shape[i];
+#if defined(__GNUC__) || defined(__clang__)
+        if (shape[i] < 0 || __builtin_mul_overflow(n, shape[i], &n)) /* no division: this runs for every op */
+#else
+        if (shape[i] < 0 || n > INT64_MAX / shape[i] || (n *= shape[i], false))
+#endif
+            ac_error("numel: integer multiplication overflow");
     }
     return n;
 }

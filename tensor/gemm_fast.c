@@ -24,6 +24,7 @@
 #define KC 256 /* a KC x NR panel of B (32 KB at NR = 32) stays in L1 while A's panels stream past */
 #define MC_PANELS 16
 #define NC 2048
+#define TINY 2048 /* M * N * K up to which plain loops win */
 #define MAX_MR 8
 #define MAX_NR 32
 
@@ -94,15 +95,38 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t K, const flo
 }
 #endif
 
-typedef struct { ukernel k; int mr, nr; const char *name; } Kernel;
+/* Plain loops for tiny products: the micro-kernels' very sums (k in order,
+ * one fused rounding each), without tiles or packing. */
+#define TINY_LOOP(FMA)                                                                          \
+    for (int64_t i = i0; i < i1; i++)                                                           \
+        for (int64_t j = 0; j < N; j++) {                                                       \
+            float c = acc ? C[i * ldc + j] : 0.0f;                                              \
+            for (int64_t k = 0; k < K; k++) c = FMA(A[i * rsa + k * csa], B[k * rsb + j * csb], c); \
+            C[i * ldc + j] = c;                                                                 \
+        }
+typedef void (*tiny_fn)(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
+                        const float *B, int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc);
+static void tiny_c(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
+                   const float *B, int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc) {
+    TINY_LOOP(fmaf)
+}
+#ifdef AC_X86
+__attribute__((target("fma"))) static void tiny_fma(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A,
+                                                    int64_t rsa, int64_t csa, const float *B, int64_t rsb, int64_t csb,
+                                                    float *C, int64_t ldc, bool acc) {
+    TINY_LOOP(__builtin_fmaf) /* one vfmadd231ss, not a call into libm */
+}
+#endif
+
+typedef struct { ukernel k; int mr, nr; const char *name; tiny_fn tiny; } Kernel;
 
 static Kernel pick(void) {
 #ifdef AC_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return (Kernel){kernel_avx512, 8, 32, "avx512"};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return (Kernel){kernel_avx2, 6, 16, "avx2+fma"};
+    if (__builtin_cpu_supports("avx512f")) return (Kernel){kernel_avx512, 8, 32, "avx512", tiny_fma};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return (Kernel){kernel_avx2, 6, 16, "avx2+fma", tiny_fma};
 #endif
-    return (Kernel){kernel_c, 4, 16, "portable"};
+    return (Kernel){kernel_c, 4, 16, "portable", tiny_c};
 }
 
 static Kernel chosen; /* the same answer in every thread; a race writes the same bytes */
@@ -113,12 +137,12 @@ static Kernel kernel(void) {
 
 /* For tests: run a given kernel ("avx512", "avx2+fma", "portable") if this CPU has it. */
 bool ac_gemm_use_kernel(const char *name) {
-    Kernel all[3] = {{kernel_c, 4, 16, "portable"}};
+    Kernel all[3] = {{kernel_c, 4, 16, "portable", tiny_c}};
     int n = 1;
 #ifdef AC_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) all[n++] = (Kernel){kernel_avx512, 8, 32, "avx512"};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all[n++] = (Kernel){kernel_avx2, 6, 16, "avx2+fma"};
+    if (__builtin_cpu_supports("avx512f")) all[n++] = (Kernel){kernel_avx512, 8, 32, "avx512", tiny_fma};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all[n++] = (Kernel){kernel_avx2, 6, 16, "avx2+fma", tiny_fma};
 #endif
     for (int i = 0; i < n; i++)
         if (strcmp(all[i].name, name) == 0) {
@@ -195,6 +219,10 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
                        int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin,
                        int64_t i_end, float *scratch) {
     Kernel kn = kernel();
+    if (M * N * K <= TINY) { /* the article's 6x3 @ 3x2: tiles and packing would cost more than the sums */
+        kn.tiny(i_begin, i_end, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
+        return;
+    }
     int mr = kn.mr, nr = kn.nr;
     int64_t mc_max = (int64_t)mr * MC_PANELS;
     /* small products: no packing of A, which the micro-kernel then reads through its strides */
