@@ -119,26 +119,11 @@ END_TEST
 /* With no handler installed the message is printed and the program aborts.
  * The child's stderr is read here, so that the suite's log shows no stray
  * "RuntimeError" line and the message itself is checked. */
+static void multiply_mismatched(void) { torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2, 4))); }
+
 START_TEST(test_default_handler_aborts) {
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    fflush(stderr);
-    pid_t pid = fork();
-    ck_assert_int_ge(pid, 0);
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2, 4)));
-        _exit(0); /* not reached */
-    }
-    close(fd[1]);
     char buf[512];
-    ssize_t n = 0, k;
-    while (n < (ssize_t)sizeof buf - 1 && (k = read(fd[0], buf + n, sizeof buf - 1 - (size_t)n)) > 0) n += k;
-    buf[n] = 0;
-    close(fd[0]);
-    int st;
-    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    int st = child_stderr(multiply_mismatched, buf, sizeof buf);
     ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "the default handler must abort");
     ck_assert_str_eq(buf, "RuntimeError: matmul: mat1 and mat2 shapes cannot be multiplied (6x3 and 2x4)\n");
 }

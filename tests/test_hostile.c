@@ -9,21 +9,6 @@
 
 #include "tests.h"
 
-static const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
-
-static char *tmpdir(void) {
-    static char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/ac_hostile_XXXXXX");
-    ck_assert(mkdtemp(dir) != NULL);
-    return dir;
-}
-
-static void rmdir_all(const char *dir) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 /* ---- sizes -------------------------------------------------------------------------------------- */
 START_TEST(test_sizes_that_overflow) {
     EXPECT_ERROR("not enough memory: you tried to allocate 18446744073709551616 bytes", torch_zeros(SHAPE((int64_t)1 << 62)));
@@ -177,7 +162,7 @@ static int run_split(const char *cmd, char **out, char **err_text, const char *e
  * trainer saved the last whole step, resuming from it prints the remaining
  * steps exactly as the uninterrupted run. */
 START_TEST(test_programs_under_allocation_failure) {
-    char *dir = tmpdir(), cmd[1024], errfile[256], ck[256];
+    char *dir = temp_dir(), cmd[1024], errfile[256], ck[256];
     snprintf(errfile, sizeof errfile, "%s/err.txt", dir);
     snprintf(ck, sizeof ck, "%s/ck.safetensors", dir);
     /* a batch large enough that the first forward needs new arena blocks: failures inside training */
@@ -246,7 +231,7 @@ START_TEST(test_programs_under_allocation_failure) {
     ck_assert_int_gt(failed_runs, 30);
     fprintf(stderr, "hostile: article failed cleanly at %d allocation points\n", failed_runs);
     free(want);
-    rmdir_all(dir);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -265,7 +250,7 @@ static void write_st(const char *path, const char *header, const void *data, siz
 }
 
 START_TEST(test_strict_safetensors_reader) {
-    char *dir = tmpdir(), path[256], err[512];
+    char *dir = temp_dir(), path[256], err[512];
     snprintf(path, sizeof path, "%s/x.safetensors", dir);
     float data[5] = {1, 2, 3, 4, 5};
     struct { const char *header; size_t n; const char *msg; } bad[] = {
@@ -312,7 +297,7 @@ START_TEST(test_strict_safetensors_reader) {
     ck_assert_str_eq(safetensors_meta(&f, "k"), "\xf0\x9f\x98\x80 \xc3\xa9\n");
     ck_assert(torch_item(safetensors_get(&f, "b")) == 2.0);
     ck_assert_int_eq(torch_numel(safetensors_get(&f, "z")), 0);
-    rmdir_all(dir);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -341,7 +326,7 @@ static void variant(const char *src, const char *dst, const char *key, const cha
 }
 
 START_TEST(test_checkpoints_that_lie) {
-    char *dir = tmpdir(), good[256], bad[256], cmd[2048], *out;
+    char *dir = temp_dir(), good[256], bad[256], cmd[2048], *out;
     snprintf(good, sizeof good, "%s/good.safetensors", dir);
     snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
     const char *flags = "--context 8 --dim 8 --heads 2 --batch 2";
@@ -385,7 +370,7 @@ START_TEST(test_checkpoints_that_lie) {
     snprintf(cmd, sizeof cmd, "%s/train --data %s %s --steps 1 --load %s 2>&1", build_dir(), t1, flags, good);
     ck_assert_int_eq(run_command(cmd, &out), 0);
     free(out);
-    rmdir_all(dir);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -419,7 +404,7 @@ END_TEST
 
 /* SIGTERM and SIGHUP save as Ctrl-C does; Ctrl-C stops a sample. */
 START_TEST(test_signals) {
-    char *dir = tmpdir(), cmd[1024], path[256], err[512], *out;
+    char *dir = temp_dir(), cmd[1024], path[256], err[512], *out;
     static const struct { const char *sig; int num; } sigs[] = {{"TERM", SIGTERM}, {"HUP", SIGHUP}};
     for (int i = 0; i < 2; i++) {
         snprintf(path, sizeof path, "%s/ck%d.safetensors", dir, i);
@@ -439,14 +424,14 @@ START_TEST(test_signals) {
     ck_assert_int_eq(run_command(cmd, &out), 130);
     ck_assert_msg(strstr(out, "sampling stopped by signal 2"), "%s", out + (strlen(out) > 200 ? strlen(out) - 200 : 0));
     free(out);
-    rmdir_all(dir);
+    remove_dir(dir);
 }
 END_TEST
 
 /* kill -9 at random moments of a run that saves every step: the checkpoint
  * on disk always loads, and a resumed run goes on from it. */
 START_TEST(test_kill9_never_damages_the_checkpoint) {
-    char *dir = tmpdir(), path[256], cmd[1024];
+    char *dir = temp_dir(), path[256], cmd[1024];
     snprintf(path, sizeof path, "%s/ck.safetensors", dir);
     srand(42);
     int loaded = 0;
@@ -480,7 +465,7 @@ START_TEST(test_kill9_never_damages_the_checkpoint) {
         loaded++;
     }
     ck_assert_int_gt(loaded, 2);
-    rmdir_all(dir);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -495,23 +480,8 @@ END_TEST
 #endif
 static void expect_asan_report(void (*bad)(void), const char *what) {
 #ifdef TEST_ASAN
-    int fd[2];
-    ck_assert_int_eq(pipe(fd), 0);
-    pid_t pid = fork();
-    if (pid == 0) {
-        dup2(fd[1], 2);
-        close(fd[0]);
-        bad();
-        _exit(0);
-    }
-    close(fd[1]);
     char buf[4096];
-    ssize_t n = 0, k;
-    while (n < (ssize_t)sizeof buf - 1 && (k = read(fd[0], buf + n, sizeof buf - 1 - (size_t)n)) > 0) n += k;
-    buf[n] = 0;
-    close(fd[0]);
-    int st;
-    waitpid(pid, &st, 0);
+    int st = child_stderr(bad, buf, sizeof buf);
     ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && strstr(buf, "use-after-poison"),
                   "%s went unnoticed:\n%s", what, buf);
 #else

@@ -7,8 +7,6 @@
 
 #include "tests.h"
 
-static const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
-
 /* "step N loss X" lines -> losses[N-1]; returns the number of lines. */
 static int parse_losses(const char *text, double *losses, int cap, int *first_step) {
     int n = 0;

@@ -11,8 +11,6 @@
 #include "viz.h"
 #include "xml_check.h"
 
-static const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
-
 /* What draw() writes, as a malloc'd string. */
 typedef bool (*drawer)(FILE *f, void *u);
 static char *slurp(FILE *f, size_t *len) {
@@ -386,19 +384,6 @@ END_TEST
 
 /* ---- the programs ---------------------------------------------------------------------------------- */
 
-static char *make_tmpdir(void) {
-    static char dir[64];
-    snprintf(dir, sizeof dir, "/tmp/ac_viz_XXXXXX");
-    ck_assert(mkdtemp(dir) != NULL);
-    return dir;
-}
-
-static void remove_dir(const char *dir) {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    ck_assert_int_eq(system(cmd), 0);
-}
-
 static const char *const article_pictures[] = {
     "omega_2", "attention_weights_2", "selfattention_weights", "selfattention_graph", "mha_heads", "causal_scores",
     "causal_weights_before_mask", "masked_simple_norm", "causal_masked_scores", "causal_weights",
@@ -406,7 +391,7 @@ static const char *const article_pictures[] = {
 #define N_PICTURES (int)(sizeof article_pictures / sizeof *article_pictures)
 
 START_TEST(test_article_svg) {
-    char *dir = make_tmpdir(), cmd[512], path[512];
+    char *dir = temp_dir(), cmd[512], path[512];
     snprintf(cmd, sizeof cmd, "%s/article --svg %s/pics", build_dir(), dir);
     char *out;
     ck_assert_int_eq(run_command(cmd, &out), 0);
@@ -443,7 +428,7 @@ static const char *const section_titles[] = {
     "7. Causal self-attention", "8. Cross-attention (the bonus section)"};
 
 START_TEST(test_article_html) {
-    char *dir = make_tmpdir(), cmd[1200], path[512];
+    char *dir = temp_dir(), cmd[1200], path[512];
     snprintf(path, sizeof path, "%s/article.html", dir);
     snprintf(cmd, sizeof cmd, "%s/article --html %s", build_dir(), path);
     char *out;
@@ -488,7 +473,7 @@ START_TEST(test_article_html_in_chromium) {
         fprintf(stderr, "viz: Chromium not found: the page's browser check is skipped (apt-get install chromium)\n");
         return;
     }
-    char *dir = make_tmpdir(), cmd[1024], path[512];
+    char *dir = temp_dir(), cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/article.html", dir);
     snprintf(cmd, sizeof cmd, "%s/article --html %s >/dev/null", build_dir(), path);
     ck_assert_int_eq(run_command(cmd, NULL), 0);
@@ -511,7 +496,7 @@ START_TEST(test_article_html_in_chromium) {
 END_TEST
 
 START_TEST(test_train_pictures) {
-    char *dir = make_tmpdir(), cmd[1024], path[512];
+    char *dir = temp_dir(), cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/text.txt", dir);
     FILE *f = fopen(path, "w");
     for (int i = 0; i < 20; i++) fputs("A <query> & a \"key\" meet. ", f);

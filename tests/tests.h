@@ -18,6 +18,12 @@ const char *shared_path(const char *rel);
 const char *data_path(const char *rel);
 char *read_text(const char *path);       /* malloc'd, NUL-terminated; aborts the test if missing */
 int run_command(const char *cmd, char **out); /* exit status; stdout malloc'd into *out (if out) */
+const char *build_dir(void);             /* $AC_BUILD or build: where the programs under test are */
+char *temp_dir(void);                    /* a new directory under /tmp (static buffer) */
+void remove_dir(const char *dir);        /* rm -rf */
+/* Runs fn in a forked child and returns its wait status; what it wrote to
+ * stderr lands in buf (NUL-terminated). */
+int child_stderr(void (*fn)(void), char *buf, size_t n);
 
 /* A golden record `name n v1 ... vn` of tests/data/<file>. */
 typedef struct { int n; double *v; } Golden;

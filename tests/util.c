@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests.h"
 
@@ -105,6 +106,44 @@ void assert_tensor_golden(Tensor *t, const char *file, const char *name, double 
 void assert_repr(const Tensor *t, const char *expected) {
     const char *got = torch_repr(t);
     ck_assert_msg(strcmp(got, expected) == 0, "printed:\n%s\nexpected:\n%s", got, expected);
+}
+
+const char *build_dir(void) { return getenv("AC_BUILD") ? getenv("AC_BUILD") : "build"; }
+
+char *temp_dir(void) {
+    static char dir[64];
+    snprintf(dir, sizeof dir, "/tmp/ac_test_XXXXXX");
+    ck_assert(mkdtemp(dir) != NULL);
+    return dir;
+}
+
+void remove_dir(const char *dir) {
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    ck_assert_int_eq(system(cmd), 0);
+}
+
+int child_stderr(void (*fn)(void), char *buf, size_t n) {
+    int fd[2];
+    ck_assert_int_eq(pipe(fd), 0);
+    fflush(stderr);
+    pid_t pid = fork();
+    ck_assert_int_ge(pid, 0);
+    if (pid == 0) {
+        dup2(fd[1], 2);
+        close(fd[0]);
+        fn();
+        _exit(0);
+    }
+    close(fd[1]);
+    size_t got = 0;
+    ssize_t k;
+    while (got + 1 < n && (k = read(fd[0], buf + got, n - 1 - got)) > 0) got += (size_t)k;
+    buf[got] = 0;
+    close(fd[0]);
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    return st;
 }
 
 /* Runs a shell command, returns its exit status and its stdout (malloc'd). */
