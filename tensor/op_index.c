@@ -34,20 +34,32 @@ static void gather(const float *a, int64_t outer, int64_t size, int64_t inner, c
             memcpy(out + (o * n + j) * inner, a + (o * size + idx[j]) * inner, sizeof(float) * (size_t)inner);
 }
 
+/* Rows that share an index add up in index order; threads split the columns
+ * (inner), so every element still sums its contributions in that order. */
+typedef struct {
+    const int64_t *ip;
+    const float *gd;
+    float *zd;
+    int64_t outer, size, inner, pad, cnt;
+} Scatter;
+
+static void scatter_task(void *ctx, int64_t c0, int64_t c1, int chunk) {
+    const Scatter *s = ctx;
+    for (int64_t o = 0; o < s->outer; o++)
+        for (int64_t j = 0; j < s->cnt; j++) {
+            if (s->ip[j] == s->pad) continue; /* padding_idx gets no gradient */
+            float *dst = s->zd + (o * s->size + s->ip[j]) * s->inner;
+            const float *src = s->gd + (o * s->cnt + j) * s->inner;
+            for (int64_t i = c0; i < c1; i++) dst[i] += src[i];
+        }
+}
+
 static void scatter_add_backward(Node *n, Tensor *g) {
     Tensor *a = n->inputs[0], *idx = n->saved[0];
-    int64_t outer = n->i[0], size = n->i[1], inner = n->i[2], pad = n->i[3], cnt = torch_numel(idx);
     Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-    const int64_t *ip = idx->data;
-    const float *gd = ac_cdata(g);
-    float *zd = z->data;
-    for (int64_t o = 0; o < outer; o++)
-        for (int64_t j = 0; j < cnt; j++) {
-            if (ip[j] == pad) continue; /* padding_idx gets no gradient */
-            float *dst = zd + (o * size + ip[j]) * inner;
-            const float *src = gd + (o * cnt + j) * inner;
-            for (int64_t i = 0; i < inner; i++) dst[i] += src[i];
-        }
+    Scatter s = {idx->data, ac_cdata(g), z->data, n->i[0], n->i[1], n->i[2], n->i[3], torch_numel(idx)};
+    int64_t work = s.outer * s.cnt; /* rows added per column */
+    ac_parallel_for(s.inner, work >= AC_GRAIN ? 8 : AC_GRAIN / (work + 1) + 8, scatter_task, &s);
     ac_accum(a, z);
 }
 
