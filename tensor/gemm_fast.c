@@ -155,10 +155,21 @@ bool ac_gemm_use_kernel(const char *name) {
 const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
 const char *ac_gemm_kernel_name(void) { return kernel().name; }
 
-/* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the right. */
+/* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the
+ * right. The loops follow B's unit stride: a transposed B (a weight read as
+ * W^T) is read along its rows, and the panel (in L1) takes the scattered writes. */
 static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {
     for (int64_t j = 0; j < nc; j += nr, Bp += kc * nr) {
         int w = nc - j < nr ? (int)(nc - j) : nr;
+        if (csb != 1 && rsb == 1) {
+            for (int q = 0; q < w; q++) {
+                const float *s = B + (j + q) * csb;
+                for (int64_t k = 0; k < kc; k++) Bp[k * nr + q] = s[k];
+            }
+            for (int64_t k = 0; k < kc; k++)
+                for (int q = w; q < nr; q++) Bp[k * nr + q] = 0.0f;
+            continue;
+        }
         for (int64_t k = 0; k < kc; k++) {
             float *d = Bp + k * nr;
             const float *s = B + k * rsb + j * csb;
@@ -170,10 +181,20 @@ static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t
     }
 }
 
-/* A[i0:i0+mc, k0:k0+kc] into MR-tall panels, k-major, zero-padded below. */
+/* A[i0:i0+mc, k0:k0+kc] into MR-tall panels, k-major, zero-padded below;
+ * read along A's rows when they are contiguous. */
 static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, float *Ap) {
     for (int64_t i = 0; i < mc; i += mr, Ap += kc * mr) {
         int h = mc - i < mr ? (int)(mc - i) : mr;
+        if (csa == 1 && rsa != 1) {
+            for (int r = 0; r < h; r++) {
+                const float *s = A + (i + r) * rsa;
+                for (int64_t k = 0; k < kc; k++) Ap[k * mr + r] = s[k];
+            }
+            for (int64_t k = 0; k < kc; k++)
+                for (int r = h; r < mr; r++) Ap[k * mr + r] = 0.0f;
+            continue;
+        }
         for (int64_t k = 0; k < kc; k++) {
             float *d = Ap + k * mr;
             const float *s = A + i * rsa + k * csa;

@@ -189,8 +189,9 @@ static void matmul_backward(Node *node, Tensor *gt) {
     const Plan *p = node->ctx;
     int64_t n = p->n, k = p->k, m = p->m;
     const float *A = (const float *)a->data + a->offset, *B = (const float *)b->data + b->offset, *G = ac_cdata(gt);
+    /* a gradient summed over batches starts at zero; others are written whole */
     if (ac_needs_grad(a)) {
-        Tensor *ga = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
+        Tensor *ga = p->a_broadcast ? ac_new_zeros(AC_FLOAT32, a->ndim, a->shape) : ac_new(AC_FLOAT32, a->ndim, a->shape);
         if (p->fold || p->nbatch == 1) /* dA = dC @ B^T */
             ac_gemm_strided(p->nbatch * n, k, m, G, m, 1, B, p->csb, p->rsb, ga->data, k, false);
         else
@@ -198,7 +199,7 @@ static void matmul_backward(Node *node, Tensor *gt) {
         ac_accum(a, ga);
     }
     if (ac_needs_grad(b)) {
-        Tensor *gb = ac_new_zeros(AC_FLOAT32, b->ndim, b->shape);
+        Tensor *gb = p->b_broadcast ? ac_new_zeros(AC_FLOAT32, b->ndim, b->shape) : ac_new(AC_FLOAT32, b->ndim, b->shape);
         if (p->fold || p->nbatch == 1) /* dB = A^T @ dC, over all of a's (folded) rows */
             ac_gemm_strided(k, m, p->nbatch * n, A, p->csa, p->rsa, G, m, 1, gb->data, m, false);
         else

@@ -141,6 +141,32 @@ char *ac_shape_x(const Tensor *t) {
 }
 
 /* Copy any strided tensor into a contiguous one of the same dtype and shape. */
+/* Rows [r0, r1) of the last dim, threads splitting the rows. */
+typedef struct { Tensor *dst; const Tensor *src; size_t es; } CopyJob;
+static void copy_rows(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const CopyJob *j = ctx;
+    const Tensor *src = j->src;
+    int nd = src->ndim;
+    int64_t idx[AC_MAX_DIMS] = {0}, inner = src->shape[nd - 1], istr = src->stride[nd - 1], off = src->offset, rest = r0;
+    for (int d = nd - 2; d >= 0; d--) { /* the odometer at row r0 */
+        idx[d] = rest % src->shape[d];
+        rest /= src->shape[d];
+        off += idx[d] * src->stride[d];
+    }
+    char *out = j->dst->data;
+    const char *in = src->data;
+    for (int64_t r = r0; r < r1; r++) {
+        /* one row, by element size (the copy does not care what the bits mean) */
+#define ROW(T) do { const T *p = (const T *)in + off; T *o = (T *)out + r * inner; \
+                    for (int64_t q = 0; q < inner; q++) o[q] = p[q * istr]; } while (0)
+        if (j->es == 4) ROW(uint32_t);
+        else if (j->es == 8) ROW(uint64_t);
+        else ROW(uint8_t);
+#undef ROW
+        ac_advance(nd - 1, src->shape, src->stride, idx, &off); /* the next row */
+    }
+}
+
 void ac_copy_strided(Tensor *dst, const Tensor *src) {
     size_t es = ac_dtype_size(src->dtype);
     int64_t n = torch_numel(src);
@@ -149,22 +175,8 @@ void ac_copy_strided(Tensor *dst, const Tensor *src) {
         memcpy(dst->data, (const char *)src->data + (size_t)src->offset * es, (size_t)n * es);
         return;
     }
-    int nd = src->ndim;
-    int64_t idx[AC_MAX_DIMS] = {0};
-    int64_t inner = src->shape[nd - 1], istr = src->stride[nd - 1];
-    int64_t rows = n / inner, off = src->offset;
-    char *out = dst->data;
-    const char *in = src->data;
-    for (int64_t r = 0; r < rows; r++) {
-        /* one row, by element size (the copy does not care what the bits mean) */
-#define ROW(T) do { const T *p = (const T *)in + off; T *o = (T *)out + r * inner; \
-                    for (int64_t j = 0; j < inner; j++) o[j] = p[j * istr]; } while (0)
-        if (es == 4) ROW(uint32_t);
-        else if (es == 8) ROW(uint64_t);
-        else ROW(uint8_t);
-#undef ROW
-        ac_advance(nd - 1, src->shape, src->stride, idx, &off); /* the next row */
-    }
+    int64_t inner = src->shape[src->ndim - 1];
+    ac_parallel_for(n / inner, AC_GRAIN / inner + 1, copy_rows, &(CopyJob){dst, src, es});
 }
 
 Tensor *ac_materialize(Tensor *t) {
