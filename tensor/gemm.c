@@ -145,7 +145,7 @@ static void gemm_fast_parallel(int64_t M, int64_t N, int64_t K, const float *A, 
     int chunks = ac_parallel_chunks(units, grain);
     GemmJob j = {M, N, K, rsa, csa, rsb, csb, ldc, A, B, C, NULL, ac_gemm_fast_scratch(N, K), acc};
     j.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(j.per_chunk, (size_t)chunks));
-    ac_parallel_for(units, grain, gemm_task, &j);
+    ac_parallel_for_max(units, grain, chunks, gemm_task, &j);
 }
 
 /* Exact or fast math, for the whole library (the default: fast). */

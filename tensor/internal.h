@@ -89,6 +89,9 @@ static inline int64_t ac_rows(const Tensor *t) {
 typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
 void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
 int ac_parallel_chunks(int64_t n, int64_t grain);
+/* The same with at most max_chunks chunks: for tasks that index scratch made
+ * for ac_parallel_chunks(n, grain) chunks. */
+void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx);
 #define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
 
 /* Reductions with PyTorch's summation order. */

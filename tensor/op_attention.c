@@ -174,8 +174,9 @@ static void sdpa_backward(Node *n, Tensor *gt) {
            *dv = ac_new_zeros(AC_FLOAT32, v->ndim, v->shape);
     Bwd w = {a, n->saved[0]->data, n->saved[1]->data, ac_cdata(gt), dq->data, dk->data, dv->data, NULL, 0};
     w.per_chunk = 2 * BR * BC + BR + gemm_scratch(a);
-    w.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(w.per_chunk, (size_t)ac_parallel_chunks(a->nbatch, 1)));
-    ac_parallel_for(a->nbatch, 1, backward_task, &w);
+    int chunks = ac_parallel_chunks(a->nbatch, 1);
+    w.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(w.per_chunk, (size_t)chunks));
+    ac_parallel_for_max(a->nbatch, 1, chunks, backward_task, &w);
     ac_accum(q, dq);
     ac_accum(k, dk);
     ac_accum(v, dv);
@@ -252,8 +253,9 @@ Tensor *torch_scaled_dot_product_attention(Tensor *query, Tensor *key, Tensor *v
     if (a->L > 0) {
         int64_t units = a->nbatch * ((a->L + BR - 1) / BR);
         Fwd f = {a, out->data, lse->data, NULL, (size_t)(BR * BC + BR * a->Ev) + gemm_scratch(a)};
-        f.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(f.per_chunk, (size_t)ac_parallel_chunks(units, 1)));
-        ac_parallel_for(units, 1, forward_task, &f);
+        int chunks = ac_parallel_chunks(units, 1);
+        f.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(f.per_chunk, (size_t)chunks));
+        ac_parallel_for_max(units, 1, chunks, forward_task, &f);
     }
     Node *n = AC_NODE("ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, out, query, key, value);
     if (n) {

@@ -136,8 +136,9 @@ static void product(const Plan *p, const float *A, const float *B, float *C) {
     ac_mark mk = ac_arena_mark();
     int64_t grain = 2 * n * m * k >= (1 << 21) ? 1 : (1 << 21) / (2 * n * m * k + 1) + 1;
     Batches t = {p, A, B, C, NULL, ac_gemm_scratch(m, k)};
-    t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)ac_parallel_chunks(p->nbatch, grain)));
-    ac_parallel_for(p->nbatch, grain, batches_task, &t);
+    int chunks = ac_parallel_chunks(p->nbatch, grain);
+    t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)chunks));
+    ac_parallel_for_max(p->nbatch, grain, chunks, batches_task, &t);
     ac_arena_release(mk);
 }
 
@@ -178,8 +179,9 @@ static void batched_grad(const Plan *p, const float *A, const float *B, const fl
         for (int64_t bi = 0; bi < p->nbatch; bi++) grad_batch(&t, bi, t.scratch, true); /* out starts at zero */
     } else {
         int64_t grain = 2 * n * m * k >= (1 << 21) ? 1 : (1 << 21) / (2 * n * m * k + 1) + 1;
-        t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)ac_parallel_chunks(p->nbatch, grain)));
-        ac_parallel_for(p->nbatch, grain, grads_task, &t);
+        int chunks = ac_parallel_chunks(p->nbatch, grain);
+        t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)chunks));
+        ac_parallel_for_max(p->nbatch, grain, chunks, grads_task, &t);
     }
     ac_arena_release(mk);
 }

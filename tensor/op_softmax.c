@@ -117,8 +117,9 @@ static Tensor *softmax_impl(Tensor *a, int64_t dim, bool log) {
     Tensor *out = ac_new_like(a);
     int64_t grain = grain_rows(size, inner);
     Rows r = {ac_cdata(a), NULL, NULL, out->data, NULL, size, inner, log};
-    r.tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)(size ? size : 1), (size_t)ac_parallel_chunks(outer, grain)));
-    ac_parallel_for(outer, grain, forward_task, &r);
+    int chunks = ac_parallel_chunks(outer, grain);
+    r.tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)(size ? size : 1), (size_t)chunks));
+    ac_parallel_for_max(outer, grain, chunks, forward_task, &r);
     Node *n = AC_NODE(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", softmax_backward, out, a);
     if (n) {
         n->i[0] = dim;

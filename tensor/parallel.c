@@ -119,9 +119,22 @@ static void *worker(void *arg) {
     return NULL;
 }
 
-void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx) {
+/* A forked child has none of the parent's workers: it starts afresh. */
+static void forked_child(void) {
+    pool.n_workers = 0;
+    atomic_store(&pool.pending, 0);
+    pthread_mutex_init(&pool.lock, NULL);
+    pthread_cond_init(&pool.work, NULL);
+    pthread_mutex_init(&dispatch, NULL);
+    in_task = false;
+}
+
+void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx) { ac_parallel_for_max(n, grain, 1 << 30, fn, ctx); }
+
+void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx) {
     if (n <= 0) return;
     int t = torch_get_num_threads();
+    if (t > max_chunks) t = max_chunks; /* the caller made scratch for that many (the count may have changed since) */
     if (grain < 1) grain = 1;
     int64_t want = (n + grain - 1) / grain;
     if (want < t) t = (int)want;
@@ -129,6 +142,8 @@ void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx) {
         fn(ctx, 0, n, 0);
         return;
     }
+    static bool atfork;
+    if (!atfork) atfork = pthread_atfork(NULL, NULL, forked_child) == 0;
     while (pool.n_workers < t - 1) { /* start what is missing */
         pthread_t th;
         if (pthread_create(&th, NULL, worker, (void *)(intptr_t)(pool.n_workers + 1)) != 0) break;

@@ -3,6 +3,8 @@
  * with its own generator); the default generator is safe to share. */
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "tests.h"
 
@@ -175,6 +177,30 @@ START_TEST(test_num_threads) {
 }
 END_TEST
 
+/* A child forked after the pool started has none of its workers: its ops
+ * start afresh instead of waiting for threads that do not exist. */
+static void big_product_in_child(void) {
+    alarm(20); /* a hang ends as SIGALRM, not as a stuck suite */
+    torch_manual_seed(1);
+    Tensor *a = torch_randn(SHAPE(400, 400));
+    Tensor *c = torch_matmul(a, a);
+    fprintf(stderr, "%s", torch_numel(c) == 160000 ? "done" : "wrong");
+    ac_shutdown();
+}
+
+START_TEST(test_fork_after_threads) {
+    ac_set_exact(false); /* the fast kernel splits this product among threads */
+    torch_set_num_threads(2);
+    torch_manual_seed(0);
+    Tensor *a = torch_randn(SHAPE(400, 400));
+    torch_matmul(a, a); /* the pool's workers are running now */
+    char buf[64];
+    int st = child_stderr(big_product_in_child, buf, sizeof buf);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && strcmp(buf, "done") == 0, "the forked child: status %d, \"%s\"",
+                  st, buf);
+}
+END_TEST
+
 Suite *suite_threads(void) {
     Suite *s = suite_create("threads");
     TCase *tc = tcase("threads");
@@ -182,6 +208,7 @@ Suite *suite_threads(void) {
     tcase_add_test(tc, test_shared_default_generator);
     tcase_add_test(tc, test_checkpoint_same_at_any_thread_count);
     tcase_add_test(tc, test_num_threads);
+    tcase_add_test(tc, test_fork_after_threads);
     suite_add_tcase(s, tc);
     return s;
 }
