@@ -92,6 +92,7 @@ int ac_parallel_chunks(int64_t n, int64_t grain);
 /* The same with at most max_chunks chunks: for tasks that index scratch made
  * for ac_parallel_chunks(n, grain) chunks. */
 void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx);
+void ac_parallel_shutdown(void); /* stop the workers (ac_shutdown does) */
 #define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
 
 /* Reductions with PyTorch's summation order. */

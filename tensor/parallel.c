@@ -33,13 +33,16 @@ static struct {
     pthread_mutex_t lock;
     pthread_cond_t work;
     int n_workers;               /* started (only the dispatcher starts them) */
+    pthread_t threads[MAX_THREADS];
+    uint64_t born[MAX_THREADS];  /* the generation a worker was started in: jobs before it are not its own */
+    bool quit;                   /* ac_parallel_shutdown: workers leave */
     _Atomic uint64_t generation; /* one per parallel_for */
     _Atomic int pending;         /* chunks not finished */
     int n_chunks;
     int64_t n, chunk;
     ac_task fn;
     void *ctx;
-} pool = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, 0, 0, 0, 0, NULL, NULL};
+} pool = {.lock = PTHREAD_MUTEX_INITIALIZER, .work = PTHREAD_COND_INITIALIZER};
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -101,7 +104,7 @@ static void *worker(void *arg) {
     int id = (int)(intptr_t)arg; /* runs chunk id (1 ..) of each generation it takes part in */
     in_task = true;
     ac_fail_alloc_at(0); /* fault injection (AC_FAIL_ALLOC) is for the threads that call the library */
-    uint64_t seen = 0;
+    uint64_t seen = pool.born[id - 1]; /* written before this thread was created */
     for (;;) {
         for (int i = 0; i < SPIN && atomic_load_explicit(&pool.generation, memory_order_acquire) == seen; i++)
             cpu_relax();
@@ -112,16 +115,37 @@ static void *worker(void *arg) {
             pthread_mutex_unlock(&pool.lock);
         }
         seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        if (pool.quit) break;
         if (id >= pool.n_chunks) continue;
         run_chunk(id);
         atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
     }
+    ac_shutdown(); /* this worker's arena */
     return NULL;
+}
+
+/* Stops the workers (after any parallel_for under way) and frees what they
+ * hold; the next parallel_for starts them again. ac_shutdown calls it. */
+void ac_parallel_shutdown(void) {
+    if (in_task) return;
+    pthread_mutex_lock(&dispatch);
+    if (pool.n_workers > 0) {
+        pthread_mutex_lock(&pool.lock);
+        pool.quit = true;
+        atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+        pthread_cond_broadcast(&pool.work);
+        pthread_mutex_unlock(&pool.lock);
+        for (int i = 0; i < pool.n_workers; i++) pthread_join(pool.threads[i], NULL);
+        pool.n_workers = 0;
+        pool.quit = false;
+    }
+    pthread_mutex_unlock(&dispatch);
 }
 
 /* A forked child has none of the parent's workers: it starts afresh. */
 static void forked_child(void) {
     pool.n_workers = 0;
+    pool.quit = false;
     atomic_store(&pool.pending, 0);
     pthread_mutex_init(&pool.lock, NULL);
     pthread_cond_init(&pool.work, NULL);
@@ -144,10 +168,10 @@ void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, v
     }
     static bool atfork;
     if (!atfork) atfork = pthread_atfork(NULL, NULL, forked_child) == 0;
-    while (pool.n_workers < t - 1) { /* start what is missing */
-        pthread_t th;
-        if (pthread_create(&th, NULL, worker, (void *)(intptr_t)(pool.n_workers + 1)) != 0) break;
-        pthread_detach(th);
+    while (pool.n_workers < t - 1) { /* start what is missing: it waits for the next generation, not the last */
+        pool.born[pool.n_workers] = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        if (pthread_create(&pool.threads[pool.n_workers], NULL, worker, (void *)(intptr_t)(pool.n_workers + 1)) != 0)
+            break;
         pool.n_workers++;
     }
     if (t - 1 > pool.n_workers) { /* a thread could not start; the chunks were announced: run serially */
