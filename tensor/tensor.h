@@ -114,8 +114,9 @@ const char *ac_gemm_kernel_name(void); /* the fast kernel this CPU runs: "avx512
 
 /* ---- threads inside ops (as torch.set_num_threads) ----------------------------
  * Default: the cores this process may use, or OMP_NUM_THREADS. Matmul, softmax,
- * large elementwise ops and reductions, embedding's backward and Adam split
- * their outputs among the threads; the bits never depend on the count. */
+ * masked_fill, large elementwise ops, copies, embedding's backward and Adam
+ * split their outputs among the threads; the bits never depend on the count.
+ * ac_shutdown() stops the pool's threads (the next op starts them again). */
 void torch_set_num_threads(int n);
 int torch_get_num_threads(void);
 
