@@ -155,7 +155,7 @@ static unsigned next_byte(void) {
     return (unsigned)(lcg >> 56);
 }
 static char *hostile_label(void) {
-    static const char *nasty[] = {"<script>", "&amp;", "\"'", "]]>", "\xff\xfe", "a\x01" "b", "\xed\xa0\x80",
+    static const char *nasty[] = {"<script>", "&amp;", "\"'", "]]>", "\xff\xfe", "a\001b", "\xed\xa0\x80",
                                   "\xef\xbf\xbe", "\xc2\x85", "--", "&#0;", "\x7f", "\r\n", "é😀", "</svg>"};
     int n = 1 + (int)(next_byte() % 12);
     char *s = ac_arena_alloc(64 + 1);
