@@ -161,6 +161,10 @@ void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rs
             for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
         return;
     }
+    if (!exact_math && M * N * K <= 2048) { /* tiny: plain loops, no scratch, no threads */
+        ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M, NULL);
+        return;
+    }
     ac_mark m = ac_arena_mark();
     if (!exact_math) {
         gemm_fast_parallel(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
