@@ -195,17 +195,6 @@ static int hex4(const char *s) {
     return v;
 }
 
-static char *put_cp(char *o, uint32_t v) {
-    if (v < 0x80) *o++ = (char)v;
-    else if (v < 0x800) *o++ = (char)(0xC0 | (v >> 6)), *o++ = (char)(0x80 | (v & 0x3F));
-    else if (v < 0x10000)
-        *o++ = (char)(0xE0 | (v >> 12)), *o++ = (char)(0x80 | ((v >> 6) & 0x3F)), *o++ = (char)(0x80 | (v & 0x3F));
-    else
-        *o++ = (char)(0xF0 | (v >> 18)), *o++ = (char)(0x80 | ((v >> 12) & 0x3F)),
-        *o++ = (char)(0x80 | ((v >> 6) & 0x3F)), *o++ = (char)(0x80 | (v & 0x3F));
-    return o;
-}
-
 /* A JSON string into the arena; NULL for anything JSON does not allow, and for
  * \u0000 (a C string cannot hold it). The header was checked to be UTF-8. */
 static char *jstring(Cur *c) {
@@ -242,7 +231,7 @@ static char *jstring(Cur *c) {
                 cp = 0x10000 + (((uint32_t)v - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
                 s += 6;
             }
-            o = put_cp(o, cp);
+            o += chartext_utf8_put(cp, o);
             break;
         }
         default: return NULL;

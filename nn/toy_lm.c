@@ -104,17 +104,26 @@ int64_t chartext_encode_char(const CharText *ct, uint32_t cp) {
     return lo < ct->vocab_size && ct->chars[lo] == cp ? lo : -1;
 }
 
-int chartext_decode(const CharText *ct, int64_t token, char out[5]) {
-    uint32_t c = (token >= 0 && token < ct->vocab_size) ? ct->chars[token] : 0xFFFD;
-    int n;
-    if (c < 0x80) { out[0] = (char)c; n = 1; }
-    else if (c < 0x800) { out[0] = (char)(0xC0 | (c >> 6)); out[1] = (char)(0x80 | (c & 0x3F)); n = 2; }
-    else if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12)); out[1] = (char)(0x80 | ((c >> 6) & 0x3F)); out[2] = (char)(0x80 | (c & 0x3F)); n = 3;
-    } else {
-        out[0] = (char)(0xF0 | (c >> 18)); out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-        out[2] = (char)(0x80 | ((c >> 6) & 0x3F)); out[3] = (char)(0x80 | (c & 0x3F)); n = 4;
+int chartext_utf8_put(uint32_t c, char *out) {
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
     }
+    if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6)), out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12)), out[1] = (char)(0x80 | ((c >> 6) & 0x3F)), out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18)), out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F)), out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+int chartext_decode(const CharText *ct, int64_t token, char out[5]) {
+    int n = chartext_utf8_put((token >= 0 && token < ct->vocab_size) ? ct->chars[token] : 0xFFFD, out);
     out[n] = 0;
     return n;
 }

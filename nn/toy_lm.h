@@ -42,6 +42,8 @@ int64_t chartext_encode_char(const CharText *ct, uint32_t codepoint); /* -1 if n
 int chartext_decode(const CharText *ct, int64_t token, char out[5]);  /* UTF-8 bytes of a token */
 /* One UTF-8 sequence at s (len bytes left) into *cp; returns its length, 0 if invalid. */
 int chartext_utf8_next(const char *s, size_t len, uint32_t *cp);
+/* Code point cp (<= U+10FFFF) as UTF-8 into out (up to 4 bytes, no NUL); returns its length. */
+int chartext_utf8_put(uint32_t cp, char *out);
 
 /* ix = torch.randint(len(data) - context, (batch,))
  * x = torch.stack([data[i:i + context] for i in ix]); y = the same shifted by one */

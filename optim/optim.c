@@ -74,12 +74,7 @@ optim_Optimizer *optim_AdamW(nn_TensorList params, double lr, double beta1, doub
     return adam(OPTIM_ADAMW, params, lr, beta1, beta2, eps, weight_decay, amsgrad);
 }
 
-static Tensor *state_zeros(const Tensor *p) {
-    ac_mark m = ac_arena_mark();
-    Tensor *z = torch_persist(torch_zeros(p->ndim, p->shape));
-    ac_arena_release(m);
-    return z;
-}
+static Tensor *state_zeros(const Tensor *p) { return ac_persist_zeros(AC_FLOAT32, p->ndim, p->shape); }
 
 static void sgd_update(optim_Optimizer *o, int i, float *p, const float *g, int64_t n) {
     float wd = (float)o->weight_decay, mom = (float)o->momentum, damp = (float)(1.0 - o->dampening);

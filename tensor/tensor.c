@@ -352,35 +352,15 @@ Tensor *torch_copy_(Tensor *dst, Tensor *src) {
 
 /* ---- long-lived tensors ----------------------------------------------------------- */
 
-Tensor *torch_persist(Tensor *t) {
-    ac_check_defined(t, "torch_persist");
-    size_t bytes = ac_size_mul((size_t)torch_numel(t), ac_dtype_size(t->dtype));
-    size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
-    if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
-    size_t total = (head + bytes + 63) & ~(size_t)63;
-    char *mem = ac_alloc_refused(total) ? NULL : aligned_alloc(64, total);
-    if (!mem) ac_out_of_memory(total, 1);
-    Tensor *p = (Tensor *)mem;
-    memset(p, 0, sizeof *p);
-    p->dtype = t->dtype;
-    p->ndim = t->ndim;
-    memcpy(p->shape, t->shape, sizeof p->shape);
-    ac_contiguous_strides(p->ndim, p->shape, p->stride);
-    p->data = mem + head;
-    p->persistent = true;
-    ac_copy_strided(p, t);
-    return p;
-}
-
-Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
-    check_shape(ndim, shape, "ac_persist_zeros");
+/* A long-lived tensor: its header and data in one malloc'd block, freed by torch_free. */
+static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, bool zero) {
     size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
     if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
     size_t total = (head + bytes + 63) & ~(size_t)63;
     char *mem = ac_alloc_refused(total) ? NULL : aligned_alloc(64, total);
     if (!mem) ac_out_of_memory(total, 1);
-    memset(mem, 0, total);
+    memset(mem, 0, zero ? total : sizeof(Tensor));
     Tensor *p = (Tensor *)mem;
     p->dtype = dtype;
     p->ndim = ndim;
@@ -389,6 +369,18 @@ Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
     p->data = mem + head;
     p->persistent = true;
     return p;
+}
+
+Tensor *torch_persist(Tensor *t) {
+    ac_check_defined(t, "torch_persist");
+    Tensor *p = persist_alloc(t->dtype, t->ndim, t->shape, false);
+    ac_copy_strided(p, t);
+    return p;
+}
+
+Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
+    check_shape(ndim, shape, "ac_persist_zeros");
+    return persist_alloc(dtype, ndim, shape, true);
 }
 
 void torch_free(Tensor *t) {

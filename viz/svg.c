@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "svg.h"
-#include "toy_lm.h" /* chartext_utf8_next: the project's one UTF-8 decoder */
+#include "toy_lm.h" /* chartext_utf8_next / _put: the project's one UTF-8 decoder and encoder */
 
 /* One code point of s at *i (advanced); U+FFFD for a byte that starts no
  * valid sequence, so any bytes give valid UTF-8 out. */
@@ -22,13 +22,8 @@ static uint32_t next_cp(const char *s, size_t len, size_t *i) {
 }
 
 static void put_utf8(FILE *f, uint32_t c) {
-    if (c < 0x80) fputc((int)c, f);
-    else if (c < 0x800) fputc((int)(0xC0 | c >> 6), f), fputc((int)(0x80 | (c & 0x3F)), f);
-    else if (c < 0x10000)
-        fputc((int)(0xE0 | c >> 12), f), fputc((int)(0x80 | (c >> 6 & 0x3F)), f), fputc((int)(0x80 | (c & 0x3F)), f);
-    else
-        fputc((int)(0xF0 | c >> 18), f), fputc((int)(0x80 | (c >> 12 & 0x3F)), f),
-            fputc((int)(0x80 | (c >> 6 & 0x3F)), f), fputc((int)(0x80 | (c & 0x3F)), f);
+    char b[4];
+    fwrite(b, 1, (size_t)chartext_utf8_put(c, b), f);
 }
 
 void ac_xml_escape(FILE *f, const char *s) {
