@@ -23,13 +23,6 @@ static _Thread_local size_t used;  /* bytes used in blocks[cur] */
  * poisoned: the unused tail, the padding after each allocation, everything a
  * release hands back. A read past the end of a tensor then fails loudly, as
  * it would with malloc. */
-#if defined(__SANITIZE_ADDRESS__)
-#define AC_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define AC_ASAN 1
-#endif
-#endif
 #ifdef AC_ASAN
 void __asan_poison_memory_region(void const volatile *addr, size_t size);
 void __asan_unpoison_memory_region(void const volatile *addr, size_t size);

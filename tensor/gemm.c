@@ -153,15 +153,18 @@ static bool exact_math;
 void ac_set_exact(bool exact) { exact_math = exact; }
 bool ac_get_exact(void) { return exact_math; }
 
+/* An empty product: nothing to do, or (k = 0) C = 0. True when handled. */
+static bool empty_product(int64_t M, int64_t N, int64_t K, float *C, int64_t ldc, bool accumulate) {
+    if (M != 0 && N != 0 && K != 0) return false;
+    if (M != 0 && N != 0 && !accumulate)
+        for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
+    return true;
+}
+
 void ac_gemm_strided(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                      int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
-        return;
-    }
-    if (!exact_math && M * N * K <= 2048) { /* tiny: plain loops, no scratch, no threads */
+    if (empty_product(M, N, K, C, ldc, accumulate)) return;
+    if (!exact_math && M * N * K <= AC_GEMM_TINY) { /* tiny: plain loops, no scratch, no threads */
         ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M, NULL);
         return;
     }
@@ -181,12 +184,7 @@ size_t ac_gemm_scratch(int64_t N, int64_t K) {
 
 void ac_gemm_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                     int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, float *scratch) {
-    if (M == 0 || N == 0) return;
-    if (K == 0) {
-        if (!accumulate)
-            for (int64_t i = 0; i < M; i++) memset(C + i * ldc, 0, sizeof(float) * (size_t)N);
-        return;
-    }
+    if (empty_product(M, N, K, C, ldc, accumulate)) return;
     if (exact_math) gemm_impl(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, scratch);
     else ac_gemm_fast_rows(M, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate, 0, M, scratch);
 }

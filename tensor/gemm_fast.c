@@ -24,7 +24,6 @@
 #define KC 256 /* a KC x NR panel of B (32 KB at NR = 32) stays in L1 while A's panels stream past */
 #define MC_PANELS 16
 #define NC 512
-#define TINY 2048 /* M * N * K up to which plain loops win (gemm.c calls them directly, without scratch) */
 #define MAX_MR 8
 #define MAX_NR 32
 
@@ -240,7 +239,7 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
                        int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin,
                        int64_t i_end, float *scratch) {
     Kernel kn = kernel();
-    if (M * N * K <= TINY) { /* the article's 6x3 @ 3x2: tiles and packing would cost more than the sums */
+    if (M * N * K <= AC_GEMM_TINY) { /* the article's 6x3 @ 3x2: tiles and packing would cost more than the sums */
         kn.tiny(i_begin, i_end, N, K, A, rsa, csa, B, rsb, csb, C, ldc, accumulate);
         return;
     }

@@ -24,6 +24,15 @@ struct Node {
     bool freed;
 };
 
+/* AC_ASAN: built with AddressSanitizer (gcc says so one way, clang another). */
+#if defined(__SANITIZE_ADDRESS__)
+#define AC_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define AC_ASAN 1
+#endif
+#endif
+
 /* New contiguous tensors in the arena. ac_new leaves data uninitialised. */
 Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape);
 Tensor *ac_new_zeros(ac_dtype dtype, int ndim, const int64_t *shape);
@@ -100,7 +109,9 @@ float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);
 
 /* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C, with scratch
- * of ac_gemm_fast_scratch(N, K) floats. */
+ * of ac_gemm_fast_scratch(N, K) floats (none needed up to AC_GEMM_TINY = M*N*K,
+ * where plain loops win). */
+#define AC_GEMM_TINY 2048
 void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                        int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin, int64_t i_end,
                        float *scratch);

@@ -88,15 +88,24 @@ static void run_chunk(int c) {
     if (b < e) pool.fn(pool.ctx, b, e, c);
 }
 
-/* How many chunks ac_parallel_for(n, grain, ...) will use (1 when it runs serially). */
-int ac_parallel_chunks(int64_t n, int64_t grain) {
-    if (n <= 0 || in_task) return 1;
+/* The threads for n items in chunks of at least grain (at most max_chunks),
+ * and the chunk size: n split into ceil(n / chunk) chunks, at most t. */
+static int threads_for(int64_t n, int64_t grain, int max_chunks, int64_t *chunk) {
     int t = torch_get_num_threads();
+    if (t > max_chunks) t = max_chunks;
     if (grain < 1) grain = 1;
     int64_t want = (n + grain - 1) / grain;
     if (want < t) t = (int)want;
-    if (t <= 1) return 1;
-    int64_t chunk = (n + t - 1) / t;
+    if (t < 1) t = 1;
+    *chunk = (n + t - 1) / t;
+    return t;
+}
+
+/* How many chunks ac_parallel_for(n, grain, ...) will use (1 when it runs serially). */
+int ac_parallel_chunks(int64_t n, int64_t grain) {
+    if (n <= 0 || in_task) return 1;
+    int64_t chunk;
+    if (threads_for(n, grain, MAX_THREADS, &chunk) <= 1) return 1;
     return (int)((n + chunk - 1) / chunk);
 }
 
@@ -157,11 +166,8 @@ void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx) { ac_paral
 
 void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx) {
     if (n <= 0) return;
-    int t = torch_get_num_threads();
-    if (t > max_chunks) t = max_chunks; /* the caller made scratch for that many (the count may have changed since) */
-    if (grain < 1) grain = 1;
-    int64_t want = (n + grain - 1) / grain;
-    if (want < t) t = (int)want;
+    int64_t chunk; /* at most max_chunks: the caller made scratch for that many (the count may have changed since) */
+    int t = threads_for(n, grain, max_chunks, &chunk);
     if (t <= 1 || in_task || pthread_mutex_trylock(&dispatch) != 0) { /* serial: small, nested, or busy */
         fn(ctx, 0, n, 0);
         return;
@@ -180,7 +186,7 @@ void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, v
         return;
     }
     pool.n = n;
-    pool.chunk = (n + t - 1) / t;
+    pool.chunk = chunk;
     pool.n_chunks = (int)((n + pool.chunk - 1) / pool.chunk);
     pool.fn = fn;
     pool.ctx = ctx;

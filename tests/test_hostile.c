@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "internal.h" /* AC_ASAN */
 #include "tests.h"
 
 /* ---- sizes -------------------------------------------------------------------------------------- */
@@ -471,15 +472,8 @@ END_TEST
 
 /* Under AddressSanitizer a read past a tensor inside an arena block, or of a
  * released tensor, is caught (the arena poisons what no tensor owns). */
-#if defined(__SANITIZE_ADDRESS__)
-#define TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TEST_ASAN 1
-#endif
-#endif
 static void expect_asan_report(void (*bad)(void), const char *what) {
-#ifdef TEST_ASAN
+#ifdef AC_ASAN
     char buf[4096];
     int st = child_stderr(bad, buf, sizeof buf);
     ck_assert_msg(!(WIFEXITED(st) && WEXITSTATUS(st) == 0) && strstr(buf, "use-after-poison"),
