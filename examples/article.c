@@ -404,7 +404,7 @@ static void usage(FILE *f) {
 }
 
 /* An error (out of memory, say): a message and exit 1, never a core dump. */
-static void article_error(const char *msg, void *user) {
+static void article_error(ac_error_kind kind, const char *msg, void *user) {
     fflush(stdout);
     fprintf(stderr, "article: error: %s\n", msg);
     exit(1);

@@ -395,7 +395,7 @@ static bool save(const char *path) {
 /* An error anywhere (a bad size, out of memory, ...): say it, save the last
  * whole step when there is one and --save asks for it, exit 1. It exits from
  * here rather than jumping back, so nothing half-built is left behind. */
-static void error_handler(const char *msg, void *user) {
+static void error_handler(ac_error_kind kind, const char *msg, void *user) {
     static int depth;
     if (depth++) { /* an error while saving after an error */
         fprintf(stderr, "train: error while saving: %s\n", msg);

@@ -12,8 +12,8 @@
 #include "tensor.h"
 
 static jmp_buf fuzz_jump;
-static void fuzz_on_error(const char *msg, void *user) {
-    (void)msg, (void)user;
+static void fuzz_on_error(ac_error_kind kind, const char *msg, void *user) {
+    (void)kind, (void)msg, (void)user;
     longjmp(fuzz_jump, 1);
 }
 

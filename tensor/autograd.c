@@ -77,11 +77,12 @@ Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
     if (requires_grad && t->dtype != AC_FLOAT32)
         ac_error("requires_grad_: only Tensors of floating point dtype can require gradients (got %s)",
                  ac_dtype_name(t->dtype));
-    if (requires_grad && !t->gradbuf_) {
+    TensorImpl *ti = ac_impl(t);
+    if (requires_grad && !ti->gradbuf) {
         /* The gradient's storage shares the leaf's lifetime: persistent leaves
          * get a persistent buffer, arena leaves one in the arena. */
         Tensor *z = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
-        t->gradbuf_ = t->persistent ? torch_persist(z) : z;
+        ti->gradbuf = t->persistent ? torch_persist(z) : z;
     }
     t->requires_grad = requires_grad;
     return t;
@@ -111,28 +112,79 @@ void ac_accum(Tensor *x, Tensor *g) {
                  ac_shape_str(g), ac_shape_str(x));
     const float *gd = ac_cdata(g);
     int64_t n = torch_numel(x);
+    TensorImpl *xi = ac_impl(x);
     if (!x->grad_fn) { /* a leaf: .grad += g */
-        if (!x->gradbuf_) torch_requires_grad_(x, true);
+        if (!xi->gradbuf) torch_requires_grad_(x, true);
         if (!x->grad) {
-            x->grad = x->gradbuf_;
+            x->grad = xi->gradbuf;
             memcpy(x->grad->data, gd, sizeof(float) * (size_t)n);
         } else {
             add_into(x->grad->data, gd, n);
         }
         return;
     }
-    if (!x->bgrad_) { /* borrow: g is not written to again by anyone */
-        x->bgrad_ = g;
-        x->bgrad_owned_ = false;
-    } else if (x->bgrad_owned_) {
-        add_into(x->bgrad_->data, gd, n);
+    if (!xi->bgrad) { /* borrow: g is not written to again by anyone */
+        xi->bgrad = g;
+        xi->bgrad_owned = false;
+    } else if (xi->bgrad_owned) {
+        add_into(xi->bgrad->data, gd, n);
     } else {
         Tensor *s = ac_new_like(x);
-        AddJob j = {s->data, gd, ac_cdata(x->bgrad_)};
+        AddJob j = {s->data, gd, ac_cdata(xi->bgrad)};
         ac_parallel_for(n, AC_GRAIN, add_task, &j);
-        x->bgrad_ = s;
-        x->bgrad_owned_ = true;
+        xi->bgrad = s;
+        xi->bgrad_owned = true;
     }
+}
+
+/* x.retain_grad(): a non-leaf's .grad is filled by backward (accumulating
+ * across calls, as a leaf's); on a leaf it changes nothing. */
+void torch_retain_grad(Tensor *t) {
+    ac_check_defined(t, "retain_grad");
+    if (!t->requires_grad) ac_error("retain_grad: can't retain_grad on Tensor that has requires_grad=False");
+    if (t->grad_fn) ac_impl(t)->retains_grad = true;
+}
+
+bool torch_retains_grad(const Tensor *t) { return t && t->grad_fn && ac_impl(t)->retains_grad; }
+bool torch_is_leaf(const Tensor *t) { return t && !t->grad_fn; }
+
+/* The complete gradient of a non-leaf that retains it, when its node runs. */
+static void retain(Tensor *t, Tensor *g) {
+    int64_t n = torch_numel(t);
+    if (!t->grad) {
+        t->grad = ac_new_like(t);
+        memcpy(t->grad->data, ac_cdata(g), sizeof(float) * (size_t)n);
+    } else {
+        add_into(t->grad->data, ac_cdata(g), n);
+    }
+}
+
+/* ---- saved tensors: the op's values, checked against in-place changes ------------- */
+
+void *ac_node_ctx(Node *n, size_t bytes) {
+    void *p = ac_arena_alloc(bytes);
+    memset(p, 0, bytes);
+    n->ctx = p;
+    return p;
+}
+
+ac_saved ac_save(Node *n, Tensor *t) {
+    n->uses_saved = true;
+    return (ac_saved){t, t ? *ac_impl(t)->version : 0};
+}
+
+Tensor *ac_unpack(const Node *n, ac_saved s) {
+    if (s.t && *ac_impl(s.t)->version != s.version) {
+        char which[128] = "";
+        if (s.t->grad_fn) snprintf(which, sizeof which, ", which is output 0 of %s,", s.t->grad_fn->name);
+        ac_error("%s: one of the variables needed for gradient computation has been modified by an inplace "
+                 "operation: [torch.%sTensor %s]%s is at version %llu; expected version %llu instead. Hint: "
+                 "enable anomaly detection to find the operation that failed to compute its gradient, with "
+                 "torch.autograd.set_detect_anomaly(True).",
+                 n->name, ac_dtype_name(s.t->dtype), ac_shape_str(s.t), which,
+                 (unsigned long long)*ac_impl(s.t)->version, (unsigned long long)s.version);
+    }
+    return s.t;
 }
 
 /* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
@@ -183,7 +235,7 @@ static void topo_sort(Tensor *root, Vec *order) {
     size_t n = 0, cap = 256;
     Frame *st = ac_arena_alloc(cap * sizeof *st);
     generation++;
-    root->visit_ = generation;
+    ac_impl(root)->visit = generation;
     st[n++] = (Frame){root, 0};
     while (n) {
         Frame *f = &st[n - 1];
@@ -191,7 +243,7 @@ static void topo_sort(Tensor *root, Vec *order) {
         Tensor *child = NULL;
         while (g && f->k < g->n_inputs) {
             Tensor *in = g->inputs[f->k++];
-            if (in && in->requires_grad && in->visit_ != generation) {
+            if (in && in->requires_grad && ac_impl(in)->visit != generation) {
                 child = in;
                 break;
             }
@@ -201,7 +253,7 @@ static void topo_sort(Tensor *root, Vec *order) {
             n--;
             continue;
         }
-        child->visit_ = generation;
+        ac_impl(child)->visit = generation;
         if (n == cap) {
             Frame *ns = ac_arena_alloc(2 * cap * sizeof *st);
             memcpy(ns, st, n * sizeof *st);
@@ -235,21 +287,23 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
     }
     Vec order = {0};
     topo_sort(root, &order);
-    for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad_ = NULL;
-    root->bgrad_ = seed;
-    root->bgrad_owned_ = true;
+    for (size_t i = 0; i < order.n; i++) ac_impl(order.v[i])->bgrad = NULL;
+    ac_impl(root)->bgrad = seed;
+    ac_impl(root)->bgrad_owned = true;
     for (size_t i = order.n; i-- > 0;) {
         Tensor *t = order.v[i];
         Node *n = t->grad_fn;
-        if (!n || !t->bgrad_) continue;
+        TensorImpl *ti = ac_impl(t);
+        if (!n || !ti->bgrad) continue;
         if (n->freed)
             ac_error("backward: Trying to backward through the graph a second time (or directly access "
                      "saved tensors after they have already been freed). Saved intermediate values of "
                      "the graph are freed when you call .backward() or autograd.grad(). Specify "
                      "retain_graph=True if you need to backward through the graph a second time or if "
                      "you need to access saved tensors after calling backward. (node %s)", n->name);
-        Tensor *g = t->bgrad_;
-        t->bgrad_ = NULL;
+        Tensor *g = ti->bgrad;
+        ti->bgrad = NULL;
+        if (ti->retains_grad) retain(t, g);
         n->backward(n, g);
         if (!retain_graph && n->uses_saved) n->freed = true;
     }

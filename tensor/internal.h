@@ -5,9 +5,29 @@
 
 #include "tensor.h"
 
+/* What the library keeps beside the public Tensor: every tensor is allocated
+ * as a TensorImpl (ac_new, ac_view_of, torch_persist), so a Tensor * is the
+ * first member of one. */
+typedef struct TensorImpl {
+    Tensor pub;
+    struct TensorImpl *base;  /* a view: the tensor that owns the storage (never a view itself); NULL otherwise */
+    uint64_t *version;        /* the storage's version counter (t._version), shared by its views */
+    uint64_t own_version;     /* the counter itself, in the tensor that owns the storage */
+    Tensor *gradbuf;          /* leaf: preallocated storage .grad points to */
+    Tensor *bgrad;            /* non-leaf: gradient accumulated during backward */
+    bool bgrad_owned;
+    bool retains_grad;        /* retain_grad(): a non-leaf keeps its .grad */
+    uint32_t visit;
+} TensorImpl;
+static inline TensorImpl *ac_impl(const Tensor *t) { return (TensorImpl *)(uintptr_t)t; }
+void ac_bump_version(Tensor *t); /* an in-place write: t._version += 1 (views share it) */
+
 /* One node of the backward graph: what made a tensor, and how to send its
  * gradient back to the inputs. backward() receives the gradient of `out`
- * (contiguous, out's shape) and calls ac_accum() once per input. */
+ * (contiguous, out's shape) and calls ac_accum() once per input. What the
+ * backward needs beyond the inputs is the op's own struct in ctx (AC_CTX);
+ * tensors whose values it reads are kept as ac_saved, checked for in-place
+ * changes when unpacked (PyTorch's SavedVariable). */
 typedef struct Node Node;
 typedef void (*ac_backward_fn)(Node *n, Tensor *grad_out);
 struct Node {
@@ -16,13 +36,16 @@ struct Node {
     int n_inputs;
     Tensor **inputs;         /* inputs[i] may be NULL (no grad path) */
     Tensor *out;
-    Tensor *saved[3];        /* extra tensors the backward needs */
-    double f[4];             /* scalars the backward needs */
-    int64_t i[AC_MAX_DIMS * 2];
-    void *ctx;               /* op-specific data in the arena */
-    bool uses_saved;         /* a second backward after freeing is an error */
+    void *ctx;               /* the op's typed state (AC_CTX) */
+    bool uses_saved;         /* saved tensors: a second backward after freeing is an error */
     bool freed;
 };
+void *ac_node_ctx(Node *n, size_t bytes);      /* zeroed, in the arena, kept in n->ctx */
+#define AC_CTX(n, Type) ((Type *)ac_node_ctx((n), sizeof(Type)))
+
+typedef struct { Tensor *t; uint64_t version; } ac_saved;
+ac_saved ac_save(Node *n, Tensor *t);          /* t and its version now; NULL stays NULL */
+Tensor *ac_unpack(const Node *n, ac_saved s);  /* t, or PyTorch's error if it was changed in place */
 
 /* AC_ASAN: built with AddressSanitizer (gcc says so one way, clang another). */
 #if defined(__SANITIZE_ADDRESS__)

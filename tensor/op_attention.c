@@ -167,12 +167,17 @@ static size_t gemm_scratch(const Attn *a) {
     return s > x ? s : x;
 }
 
+/* The plan (which reads q, k, v through their strides), the inputs and the
+ * output saved, and the op's own logsumexp per query. */
+typedef struct { Attn *a; ac_saved q, k, v, out; Tensor *lse; } SdpaSaved;
+
 static void sdpa_backward(Node *n, Tensor *gt) {
-    Attn *a = n->ctx;
-    Tensor *q = n->inputs[0], *k = n->inputs[1], *v = n->inputs[2];
+    const SdpaSaved *sv = n->ctx;
+    const Attn *a = sv->a;
+    Tensor *q = ac_unpack(n, sv->q), *k = ac_unpack(n, sv->k), *v = ac_unpack(n, sv->v), *out = ac_unpack(n, sv->out);
     Tensor *dq = ac_new_zeros(AC_FLOAT32, q->ndim, q->shape), *dk = ac_new_zeros(AC_FLOAT32, k->ndim, k->shape),
            *dv = ac_new_zeros(AC_FLOAT32, v->ndim, v->shape);
-    Bwd w = {a, n->saved[0]->data, n->saved[1]->data, ac_cdata(gt), dq->data, dk->data, dv->data, NULL, 0};
+    Bwd w = {a, out->data, sv->lse->data, ac_cdata(gt), dq->data, dk->data, dv->data, NULL, 0};
     w.per_chunk = 2 * BR * BC + BR + gemm_scratch(a);
     int chunks = ac_parallel_chunks(a->nbatch, 1);
     w.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(w.per_chunk, (size_t)chunks));
@@ -259,10 +264,11 @@ Tensor *torch_scaled_dot_product_attention(Tensor *query, Tensor *key, Tensor *v
     }
     Node *n = AC_NODE("ScaledDotProductFlashAttentionForCpuBackward0", sdpa_backward, out, query, key, value);
     if (n) {
-        n->ctx = a;
-        n->saved[0] = out;
-        n->saved[1] = lse;
-        n->uses_saved = true;
+        SdpaSaved *sv = AC_CTX(n, SdpaSaved);
+        sv->a = a;
+        sv->q = ac_save(n, query), sv->k = ac_save(n, key), sv->v = ac_save(n, value);
+        sv->out = ac_save(n, out);
+        sv->lse = lse;
     }
     return out;
 }

@@ -4,9 +4,12 @@
 
 #include "internal.h"
 
+typedef struct { int64_t dim; bool stack; } CatSaved;
+
 static void cat_backward(Node *n, Tensor *g) {
-    int64_t dim = n->i[0], at = 0;
-    bool stack = n->i[1] != 0;
+    const CatSaved *sv = n->ctx;
+    int64_t dim = sv->dim, at = 0;
+    bool stack = sv->stack;
     for (int k = 0; k < n->n_inputs; k++) {
         Tensor *x = n->inputs[k];
         int64_t len = stack ? 1 : x->shape[dim];
@@ -71,10 +74,7 @@ static Tensor *join(int n, Tensor **ts, int64_t dim, bool stack) {
         at += len;
     }
     Node *node = ac_node(stack ? "StackBackward0" : "CatBackward0", cat_backward, out, n, ts);
-    if (node) {
-        node->i[0] = d;
-        node->i[1] = stack;
-    }
+    if (node) *AC_CTX(node, CatSaved) = (CatSaved){d, stack};
     return out;
 }
 

@@ -80,9 +80,14 @@ static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
     return out;
 }
 
+/* What each backward needs: mul saves each input for the other's gradient,
+ * div saves b for a's and both for b's (as PyTorch's derivatives.yaml). */
+typedef struct { BinOp op; ac_saved a, b; } BinSaved;
+
 static void bin_backward(Node *n, Tensor *g) {
+    const BinSaved *sv = n->ctx;
+    BinOp op = sv->op;
     Tensor *a = n->inputs[0], *b = n->inputs[1];
-    BinOp op = (BinOp)n->i[0];
     switch (op) {
     case ADD:
         ac_accum(a, ac_sum_to(g, a));
@@ -93,16 +98,18 @@ static void bin_backward(Node *n, Tensor *g) {
         if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(torch_neg(g), b));
         break;
     case MUL: /* d(a*b) = g*b, g*a */
-        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(MUL, g, b), a));
-        if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(bin_compute(MUL, g, a), b));
+        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(MUL, g, ac_unpack(n, sv->b)), a));
+        if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(bin_compute(MUL, g, ac_unpack(n, sv->a)), b));
         break;
-    case DIV: /* d(a/b) = g/b, -g*a/(b*b) */
-        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(DIV, g, b), a));
+    case DIV: { /* d(a/b) = g/b, -g*a/(b*b) */
+        Tensor *bv = ac_unpack(n, sv->b);
+        if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(DIV, g, bv), a));
         if (ac_needs_grad(b)) {
-            Tensor *num = bin_compute(MUL, torch_neg(g), a);
-            ac_accum(b, ac_sum_to(bin_compute(DIV, num, bin_compute(MUL, b, b)), b));
+            Tensor *num = bin_compute(MUL, torch_neg(g), ac_unpack(n, sv->a));
+            ac_accum(b, ac_sum_to(bin_compute(DIV, num, bin_compute(MUL, bv, bv)), b));
         }
         break;
+    }
     }
 }
 
@@ -112,8 +119,12 @@ static Tensor *binary(BinOp op, Tensor *a, Tensor *b) {
     Tensor *out = bin_compute(op, a, b);
     Node *n = AC_NODE(bin_names[op], bin_backward, out, a, b);
     if (n) {
-        n->i[0] = op;
-        n->uses_saved = op == MUL || op == DIV;
+        BinSaved *sv = AC_CTX(n, BinSaved);
+        sv->op = op;
+        if (op == MUL || op == DIV) {
+            if (ac_needs_grad(b)) sv->a = ac_save(n, a);
+            if (ac_needs_grad(a) || op == DIV) sv->b = ac_save(n, b);
+        }
     }
     return out;
 }
@@ -132,9 +143,12 @@ static Tensor *scalar_compute(BinOp op, Tensor *a, float s) {
     return out;
 }
 
+typedef struct { BinOp op; float s; } ScalarSaved;
+
 static void scalar_backward(Node *n, Tensor *g) {
-    BinOp op = (BinOp)n->i[0];
-    float s = (float)n->f[0];
+    const ScalarSaved *sv = n->ctx;
+    BinOp op = sv->op;
+    float s = sv->s;
     Tensor *a = n->inputs[0];
     if (op == MUL) ac_accum(a, scalar_compute(MUL, g, s));
     else if (op == DIV) ac_accum(a, scalar_compute(DIV, g, s));
@@ -145,10 +159,7 @@ static Tensor *scalar_op(BinOp op, Tensor *a, double s) {
     ac_check_float(a, bin_ops[op]);
     Tensor *out = scalar_compute(op, a, (float)s);
     Node *n = AC_NODE(bin_names[op], scalar_backward, out, a);
-    if (n) {
-        n->i[0] = op;
-        n->f[0] = s;
-    }
+    if (n) *AC_CTX(n, ScalarSaved) = (ScalarSaved){op, (float)s};
     return out;
 }
 
@@ -227,10 +238,16 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     }
 }
 
+/* exp, sqrt, relu and tanh read their result; log, pow and gelu their input. */
+typedef struct { UnOp op; double e; ac_saved x, y; } UnSaved;
+
+static bool un_saves_result(UnOp op) { return op == EXP || op == SQRT || op == RELU || op == TANH; }
+
 static void un_backward(Node *n, Tensor *gt) {
-    Tensor *a = n->inputs[0];
+    const UnSaved *sv = n->ctx;
+    Tensor *a = n->inputs[0], *x = ac_unpack(n, sv->x), *y = ac_unpack(n, sv->y);
     Tensor *rt = ac_new_like(a);
-    UnJob j = {(UnOp)n->i[0], NULL, ac_cdata(gt), ac_cdata(a), ac_cdata(n->out), rt->data, (float)n->f[0]};
+    UnJob j = {sv->op, NULL, ac_cdata(gt), x ? ac_cdata(x) : NULL, y ? ac_cdata(y) : NULL, rt->data, sv->e};
     ac_parallel_for(torch_numel(a), AC_GRAIN, un_backward_task, &j);
     ac_accum(a, rt);
 }
@@ -241,9 +258,11 @@ static Tensor *unary(UnOp op, Tensor *a, double e) {
     un_compute(op, ac_cdata(a), out->data, torch_numel(a), e);
     Node *n = AC_NODE(un_names[op], un_backward, out, a);
     if (n) {
-        n->i[0] = op;
-        n->f[0] = e;
-        n->uses_saved = op != NEG;
+        UnSaved *sv = AC_CTX(n, UnSaved);
+        sv->op = op;
+        sv->e = e;
+        if (un_saves_result(op)) sv->y = ac_save(n, out);
+        else if (op != NEG) sv->x = ac_save(n, a);
     }
     return out;
 }

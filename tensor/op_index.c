@@ -54,10 +54,15 @@ static void scatter_task(void *ctx, int64_t c0, int64_t c1, int chunk) {
         }
 }
 
+/* The indices (the op's own checked copy: nobody can change them in place) and
+ * the input seen as [outer, size, inner]; pad: the index that gets no gradient, or -1. */
+typedef struct { Tensor *idx; int64_t outer, size, inner, pad; } IndexSaved;
+
 static void scatter_add_backward(Node *n, Tensor *g) {
-    Tensor *a = n->inputs[0], *idx = n->saved[0];
+    const IndexSaved *sv = n->ctx;
+    Tensor *a = n->inputs[0];
     Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-    Scatter s = {idx->data, ac_cdata(g), z->data, n->i[0], n->i[1], n->i[2], n->i[3], torch_numel(idx)};
+    Scatter s = {sv->idx->data, ac_cdata(g), z->data, sv->outer, sv->size, sv->inner, sv->pad, torch_numel(sv->idx)};
     int64_t work = s.outer * s.cnt; /* rows added per column */
     ac_parallel_for(s.inner, work >= AC_GRAIN ? 8 : AC_GRAIN / (work + 1) + 8, scatter_task, &s);
     ac_accum(a, z);
@@ -81,10 +86,7 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
     Tensor *out = ac_new(AC_FLOAT32, a->ndim, shape);
     gather(ac_cdata(a), outer, size, inner, idx->data, cnt, out->data);
     Node *n = AC_NODE("IndexSelectBackward0", scatter_add_backward, out, a);
-    if (n) {
-        n->saved[0] = idx;
-        n->i[0] = outer; n->i[1] = size; n->i[2] = inner; n->i[3] = -1;
-    }
+    if (n) *AC_CTX(n, IndexSaved) = (IndexSaved){idx, outer, size, inner, -1};
     return out;
 }
 
@@ -102,10 +104,7 @@ Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
     Tensor *out = ac_new(AC_FLOAT32, idx->ndim + 1, shape);
     gather(ac_cdata(weight), 1, weight->shape[0], dim, idx->data, cnt, out->data);
     Node *n = AC_NODE("EmbeddingBackward0", scatter_add_backward, out, weight);
-    if (n) {
-        n->saved[0] = idx;
-        n->i[0] = 1; n->i[1] = weight->shape[0]; n->i[2] = dim; n->i[3] = padding_idx;
-    }
+    if (n) *AC_CTX(n, IndexSaved) = (IndexSaved){idx, 1, weight->shape[0], dim, padding_idx};
     return out;
 }
 
@@ -126,9 +125,6 @@ Tensor *torch_index(Tensor *a, Tensor *index) {
     Tensor *out = ac_new(AC_FLOAT32, nd, shape);
     gather(ac_cdata(a), 1, a->shape[0], inner, idx->data, torch_numel(idx), out->data);
     Node *n = AC_NODE("IndexBackward0", scatter_add_backward, out, a);
-    if (n) {
-        n->saved[0] = idx;
-        n->i[0] = 1; n->i[1] = a->shape[0]; n->i[2] = inner; n->i[3] = -1;
-    }
+    if (n) *AC_CTX(n, IndexSaved) = (IndexSaved){idx, 1, a->shape[0], inner, -1};
     return out;
 }

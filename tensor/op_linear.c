@@ -4,18 +4,22 @@
  * The sum over i runs first and the bias is added last, as BLAS addmm does. */
 #include "internal.h"
 
+/* dX reads W, dW reads X: each saved only when the other needs its gradient. */
+typedef struct { ac_saved x, w; } LinearSaved;
+
 static void linear_backward(Node *n, Tensor *gt) {
+    const LinearSaved *sv = n->ctx;
     Tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
     int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x);
     const float *G = ac_cdata(gt);
     if (ac_needs_grad(x)) {
         Tensor *gx = ac_new_like(x);
-        ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(w), in_f, gx->data, in_f, false);
+        ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(ac_unpack(n, sv->w)), in_f, gx->data, in_f, false);
         ac_accum(x, gx);
     }
     if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
         Tensor *gw = ac_new_like(w);
-        ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, ac_cdata(x), in_f, 1, gw->data, in_f, false);
+        ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, ac_cdata(ac_unpack(n, sv->x)), in_f, 1, gw->data, in_f, false);
         ac_accum(w, gw);
     }
     if (ac_needs_grad(b)) {
@@ -57,6 +61,10 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
                      : x->ndim == 1 ? (b ? "AddBackward0" : "SqueezeBackward3")
                                     : (b ? "ViewBackward0" : "UnsafeViewBackward0");
     Node *n = AC_NODE(name, linear_backward, y, x, w, b);
-    if (n) n->uses_saved = true;
+    if (n) {
+        LinearSaved *sv = AC_CTX(n, LinearSaved);
+        if (ac_needs_grad(w)) sv->x = ac_save(n, x);
+        if (ac_needs_grad(x)) sv->w = ac_save(n, w);
+    }
     return y;
 }

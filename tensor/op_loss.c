@@ -52,11 +52,16 @@ static float nll_mean(const float *lp, const int64_t *t, int64_t N, int64_t C, i
     return sum / *total;
 }
 
+/* The op's own copies (log_softmax's output, the checked targets) and the
+ * count of targets not ignored. fused: cross_entropy, through log_softmax too. */
+typedef struct { Tensor *logp, *tgt; int64_t ignore; bool fused; float total; } LossSaved;
+
 static void loss_backward(Node *n, Tensor *gt) {
-    Tensor *x = n->inputs[0], *logp = n->saved[0], *tgt = n->saved[1];
-    int64_t N = x->shape[0], C = x->shape[1], ignore = n->i[0];
-    bool fused = n->i[1] != 0; /* cross_entropy: through log_softmax too */
-    float grad = -(ac_cdata(gt)[0] / (float)n->f[0]);
+    const LossSaved *sv = n->ctx;
+    Tensor *x = n->inputs[0], *logp = sv->logp, *tgt = sv->tgt;
+    int64_t N = x->shape[0], C = x->shape[1], ignore = sv->ignore;
+    bool fused = sv->fused;
+    float grad = -(ac_cdata(gt)[0] / sv->total);
     const float *lp = logp ? logp->data : NULL;
     const int64_t *t = tgt->data;
     Tensor *gx = ac_new_zeros(AC_FLOAT32, 2, x->shape);
@@ -85,11 +90,7 @@ static Tensor *loss(Tensor *x, Tensor *target, int64_t ignore_index, bool fused)
     ((float *)out->data)[0] = nll_mean(ac_cdata(logp), tgt->data, x->shape[0], x->shape[1], ignore_index, &total);
     Node *n = AC_NODE("NllLossBackward0", loss_backward, out, x);
     if (n) {
-        n->saved[0] = fused ? logp : NULL;
-        n->saved[1] = tgt;
-        n->i[0] = ignore_index;
-        n->i[1] = fused;
-        n->f[0] = total;
+        *AC_CTX(n, LossSaved) = (LossSaved){fused ? logp : NULL, tgt, ignore_index, fused, total};
         n->uses_saved = true;
     }
     return out;

@@ -186,11 +186,17 @@ static void batched_grad(const Plan *p, const float *A, const float *B, const fl
     ac_arena_release(mk);
 }
 
+/* The plan, and each operand saved when the other one needs its gradient. */
+typedef struct { Plan p; ac_saved a, b; } MatmulSaved;
+
 static void matmul_backward(Node *node, Tensor *gt) {
     Tensor *a = node->inputs[0], *b = node->inputs[1];
-    const Plan *p = node->ctx;
+    const MatmulSaved *sv = node->ctx;
+    const Plan *p = &sv->p;
     int64_t n = p->n, k = p->k, m = p->m;
-    const float *A = (const float *)a->data + a->offset, *B = (const float *)b->data + b->offset, *G = ac_cdata(gt);
+    Tensor *as = ac_unpack(node, sv->a), *bs = ac_unpack(node, sv->b);
+    const float *A = as ? (const float *)as->data + as->offset : NULL;
+    const float *B = bs ? (const float *)bs->data + bs->offset : NULL, *G = ac_cdata(gt);
     /* a gradient summed over batches starts at zero; others are written whole */
     if (ac_needs_grad(a)) {
         Tensor *ga = p->a_broadcast ? ac_new_zeros(AC_FLOAT32, a->ndim, a->shape) : ac_new(AC_FLOAT32, a->ndim, a->shape);
@@ -232,9 +238,10 @@ static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
                                                     : "UnsafeViewBackward0";
     Node *node = AC_NODE(name, matmul_backward, out, a, b);
     if (node) {
-        node->ctx = ac_arena_alloc(sizeof p);
-        memcpy(node->ctx, &p, sizeof p);
-        node->uses_saved = true;
+        MatmulSaved *sv = AC_CTX(node, MatmulSaved);
+        sv->p = p;
+        if (ac_needs_grad(b)) sv->a = ac_save(node, a);
+        if (ac_needs_grad(a)) sv->b = ac_save(node, b);
     }
     return out;
 }

@@ -9,11 +9,15 @@
  *     so:              dxhat = dy * w
  *                      dx = rstd * (dxhat - mean(dxhat) - xhat * mean(dxhat * xhat))
  *                      dw = sum over rows of dy * xhat,   db = sum over rows of dy */
+/* The input and weight (saved), the row length D and the op's own (mean, rstd) per row. */
+typedef struct { ac_saved x, w; int64_t D; Tensor *stats; } LayerNormSaved;
+
 static void layer_norm_backward(Node *n, Tensor *gt) {
-    Tensor *x = n->inputs[0], *w = n->inputs[1], *b = n->inputs[2];
-    int64_t D = n->i[0], rows = D ? torch_numel(x) / D : 0; /* a (.., 0) input: no rows, no gradient to spread */
+    const LayerNormSaved *sv = n->ctx;
+    Tensor *x = ac_unpack(n, sv->x), *w = ac_unpack(n, sv->w), *b = n->inputs[2];
+    int64_t D = sv->D, rows = D ? torch_numel(x) / D : 0; /* a (.., 0) input: no rows, no gradient to spread */
     const float *X = ac_cdata(x), *G = ac_cdata(gt), *W = w ? ac_cdata(w) : NULL;
-    const float *stats = n->saved[0]->data; /* mean, rstd per row */
+    const float *stats = sv->stats->data; /* mean, rstd per row */
     Tensor *gx = ac_new_like(x);
     Tensor *gw = w ? ac_new_zeros(AC_FLOAT32, w->ndim, w->shape) : NULL;
     Tensor *gb = b ? ac_new_zeros(AC_FLOAT32, b->ndim, b->shape) : NULL;
@@ -74,9 +78,11 @@ Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w
     }
     Node *n = AC_NODE("NativeLayerNormBackward0", layer_norm_backward, y, x, w, b);
     if (n) {
-        n->i[0] = D;
-        n->saved[0] = stats;
-        n->uses_saved = true;
+        LayerNormSaved *sv = AC_CTX(n, LayerNormSaved);
+        sv->x = ac_save(n, x);
+        sv->w = ac_save(n, w);
+        sv->D = D;
+        sv->stats = stats;
     }
     return y;
 }

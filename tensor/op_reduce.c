@@ -124,10 +124,12 @@ static Tensor *expand_grad(Tensor *g, const Tensor *a, const Plan *p, float scal
     return r;
 }
 
+typedef struct { Plan p; bool mean; } ReduceSaved;
+
 static void reduce_backward(Node *n, Tensor *g) {
+    const ReduceSaved *sv = n->ctx;
     Tensor *a = n->inputs[0];
-    const Plan *p = n->ctx;
-    ac_accum(a, expand_grad(g, a, p, (float)p->count, n->i[0] != 0));
+    ac_accum(a, expand_grad(g, a, &sv->p, (float)sv->p.count, sv->mean));
 }
 
 static Tensor *reduce(Tensor *a, int ndims, const int64_t *dims, bool keepdim, bool mean, bool all) {
@@ -144,11 +146,7 @@ static Tensor *reduce(Tensor *a, int ndims, const int64_t *dims, bool keepdim, b
     }
     const char *name = mean ? (all ? "MeanBackward0" : "MeanBackward1") : (all ? "SumBackward0" : "SumBackward1");
     Node *n = AC_NODE(name, reduce_backward, out, a);
-    if (n) {
-        n->ctx = ac_arena_alloc(sizeof p);
-        memcpy(n->ctx, &p, sizeof p);
-        n->i[0] = mean;
-    }
+    if (n) *AC_CTX(n, ReduceSaved) = (ReduceSaved){p, mean};
     return out;
 }
 

@@ -98,12 +98,16 @@ static int64_t grain_rows(int64_t size, int64_t inner) {
     return per >= 16384 ? 1 : 16384 / (per + 1) + 1; /* ~16K elements a chunk at least */
 }
 
+/* The backward reads the result (softmax's y, log_softmax's log y). */
+typedef struct { int64_t dim; bool log; ac_saved y; } SoftmaxSaved;
+
 static void softmax_backward(Node *n, Tensor *gt) {
+    const SoftmaxSaved *sv = n->ctx;
     Tensor *x = n->inputs[0];
     int64_t outer, size, inner;
-    split(x, n->i[0], &outer, &size, &inner);
+    split(x, sv->dim, &outer, &size, &inner);
     Tensor *rt = ac_new_like(x);
-    Rows r = {NULL, ac_cdata(n->out), ac_cdata(gt), rt->data, NULL, size, inner, n->i[1] != 0};
+    Rows r = {NULL, ac_cdata(ac_unpack(n, sv->y)), ac_cdata(gt), rt->data, NULL, size, inner, sv->log};
     ac_parallel_for(outer, grain_rows(size, inner), backward_task, &r);
     ac_accum(x, rt);
 }
@@ -122,9 +126,10 @@ static Tensor *softmax_impl(Tensor *a, int64_t dim, bool log) {
     ac_parallel_for_max(outer, grain, chunks, forward_task, &r);
     Node *n = AC_NODE(log ? "LogSoftmaxBackward0" : "SoftmaxBackward0", softmax_backward, out, a);
     if (n) {
-        n->i[0] = dim;
-        n->i[1] = log;
-        n->uses_saved = true;
+        SoftmaxSaved *sv = AC_CTX(n, SoftmaxSaved);
+        sv->dim = dim;
+        sv->log = log;
+        sv->y = ac_save(n, out);
     }
     return out;
 }

@@ -24,18 +24,21 @@ static Tensor *permuted(Tensor *a, const int *perm) {
     return ac_view_of(a, a->ndim, shape, stride, a->offset);
 }
 
-/* The gradient goes back through the inverse permutation (stored in n->i). */
+/* The gradient goes back through the inverse permutation. */
+typedef struct { int inv[AC_MAX_DIMS]; } PermuteSaved;
+
 static void permute_backward(Node *n, Tensor *g) {
-    int inv[AC_MAX_DIMS];
-    for (int d = 0; d < g->ndim; d++) inv[d] = (int)n->i[d];
-    ac_accum(n->inputs[0], permuted(g, inv));
+    const PermuteSaved *sv = n->ctx;
+    ac_accum(n->inputs[0], permuted(g, sv->inv));
 }
 
 static Tensor *permute_op(Tensor *a, const int *perm, const char *name) {
     Tensor *out = permuted(a, perm);
     Node *n = AC_NODE(name, permute_backward, out, a);
-    if (n)
-        for (int d = 0; d < a->ndim; d++) n->i[perm[d]] = d;
+    if (n) {
+        PermuteSaved *sv = AC_CTX(n, PermuteSaved);
+        for (int d = 0; d < a->ndim; d++) sv->inv[perm[d]] = d;
+    }
     return out;
 }
 
@@ -182,12 +185,16 @@ Tensor *torch_clone(Tensor *a) {
 
 /* ---- select / slice ---------------------------------------------------------------------- */
 
-/* Scatter g into zeros of the input's shape at the view (saved in n->i). */
+/* The window: along dim, len elements from start; a select drops the dim. */
+typedef struct { int64_t dim, start, len; bool is_select; } SliceSaved;
+
+/* Scatter g into zeros of the input's shape at the window. */
 static void slice_backward(Node *n, Tensor *g) {
+    const SliceSaved *sv = n->ctx;
     Tensor *a = n->inputs[0];
     Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-    int64_t dim = n->i[0], start = n->i[1], len = n->i[2];
-    bool is_select = n->i[3] != 0;
+    int64_t dim = sv->dim, start = sv->start, len = sv->len;
+    bool is_select = sv->is_select;
     int64_t shape[AC_MAX_DIMS], stride[AC_MAX_DIMS];
     int nd = 0;
     for (int d = 0; d < a->ndim; d++) {
@@ -224,12 +231,7 @@ Tensor *torch_select(Tensor *a, int64_t dim, int64_t index) {
         }
     Tensor *out = ac_view_of(a, nd, shape, stride, a->offset + index * a->stride[d]);
     Node *n = AC_NODE("SelectBackward0", slice_backward, out, a);
-    if (n) {
-        n->i[0] = d;
-        n->i[1] = index;
-        n->i[2] = 1;
-        n->i[3] = 1;
-    }
+    if (n) *AC_CTX(n, SliceSaved) = (SliceSaved){d, index, 1, true};
     return out;
 }
 
@@ -249,11 +251,6 @@ Tensor *torch_slice(Tensor *a, int64_t dim, int64_t start, int64_t end) {
     shape[d] = end - start;
     Tensor *out = ac_view_of(a, a->ndim, shape, a->stride, a->offset + start * a->stride[d]);
     Node *n = AC_NODE("SliceBackward0", slice_backward, out, a);
-    if (n) {
-        n->i[0] = d;
-        n->i[1] = start;
-        n->i[2] = end - start;
-        n->i[3] = 0;
-    }
+    if (n) *AC_CTX(n, SliceSaved) = (SliceSaved){d, start, end - start, false};
     return out;
 }

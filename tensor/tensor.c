@@ -38,9 +38,12 @@ static void check_shape(int ndim, const int64_t *shape, const char *op) {
                      (long long)shape[i], "every size must be >= 0");
 }
 
+/* A new tensor's header (its storage's owner: version counter of its own). */
 static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
-    Tensor *t = ac_arena_alloc(sizeof(Tensor));
-    memset(t, 0, sizeof *t);
+    TensorImpl *ti = ac_arena_alloc(sizeof(TensorImpl));
+    memset(ti, 0, sizeof *ti);
+    ti->version = &ti->own_version;
+    Tensor *t = &ti->pub;
     t->dtype = dtype;
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) t->shape[i] = shape[i];
@@ -64,10 +67,15 @@ Tensor *ac_new_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
 
 Tensor *ac_new_like(const Tensor *t) { return ac_new(AC_FLOAT32, t->ndim, t->shape); }
 
+/* A view shares its base's storage and version counter. */
 Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *stride,
                    int64_t offset) {
-    Tensor *t = ac_arena_alloc(sizeof(Tensor));
-    memset(t, 0, sizeof *t);
+    TensorImpl *ti = ac_arena_alloc(sizeof(TensorImpl));
+    memset(ti, 0, sizeof *ti);
+    TensorImpl *b = ac_impl(base);
+    ti->base = b->base ? b->base : b;
+    ti->version = b->version;
+    Tensor *t = &ti->pub;
     t->dtype = base->dtype;
     t->ndim = ndim;
     for (int i = 0; i < ndim; i++) {
@@ -78,6 +86,9 @@ Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *
     t->data = base->data;
     return t;
 }
+
+void ac_bump_version(Tensor *t) { ++*ac_impl(t)->version; }
+int64_t torch_version(const Tensor *t) { return (int64_t)*ac_impl(t)->version; }
 
 int64_t torch_numel(const Tensor *t) { return ac_shape_numel(t->ndim, t->shape); }
 
@@ -355,13 +366,15 @@ Tensor *torch_copy_(Tensor *dst, Tensor *src) {
 /* A long-lived tensor: its header and data in one malloc'd block, freed by torch_free. */
 static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, bool zero) {
     size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
-    size_t head = (sizeof(Tensor) + 63) & ~(size_t)63;
+    size_t head = (sizeof(TensorImpl) + 63) & ~(size_t)63;
     if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
     size_t total = (head + bytes + 63) & ~(size_t)63;
     char *mem = ac_alloc_refused(total) ? NULL : aligned_alloc(64, total);
     if (!mem) ac_out_of_memory(total, 1);
-    memset(mem, 0, zero ? total : sizeof(Tensor));
-    Tensor *p = (Tensor *)mem;
+    memset(mem, 0, zero ? total : sizeof(TensorImpl));
+    TensorImpl *ti = (TensorImpl *)mem;
+    ti->version = &ti->own_version;
+    Tensor *p = &ti->pub;
     p->dtype = dtype;
     p->ndim = ndim;
     memcpy(p->shape, shape, sizeof(int64_t) * (size_t)ndim);
@@ -386,9 +399,7 @@ Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
 void torch_free(Tensor *t) {
     if (!t) return;
     if (!t->persistent) ac_error("torch_free: the tensor lives in the arena (only torch_persist tensors are freed one by one)");
-    if (t->gradbuf_) {
-        t->gradbuf_->persistent = true;
-        free(t->gradbuf_);
-    }
+    Tensor *gb = ac_impl(t)->gradbuf;
+    if (gb) free(gb);
     free(t);
 }

@@ -21,10 +21,11 @@
  *     and optimizers do that for you.
  *   - ac_shutdown() releases the arena's blocks at program exit.
  *
- * Errors: a bad shape, dim, index or dtype calls the error handler with a
- * message naming the op and the values, in PyTorch's words where it has them.
- * The default handler prints "RuntimeError: <message>" and aborts; install your
- * own with ac_set_error_handler (it must not return: longjmp or exit).
+ * Errors: a bad shape, dim, index or dtype calls the error handler with the
+ * kind of Python exception PyTorch raises (RuntimeError, IndexError, ...) and a
+ * message naming the op, then PyTorch's own words. The default handler prints
+ * "IndexError: <message>" (the kind's name) and aborts; install your own with
+ * ac_set_error_handler (it must not return: longjmp or exit).
  *
  * Threads: the arena, grad mode and the error handler are per thread (as
  * PyTorch's GradMode), so threads can compute side by side; a tensor and its
@@ -69,12 +70,7 @@ typedef struct Tensor {
     bool persistent;    /* made by torch_persist: owned by malloc, freed by torch_free */
     struct Tensor *grad;       /* .grad: NULL until a backward reaches this leaf */
     struct Node *grad_fn;      /* .grad_fn: NULL for leaves */
-    /* autograd bookkeeping (private) */
-    struct Tensor *gradbuf_;   /* leaf: preallocated storage .grad points to */
-    struct Tensor *bgrad_;     /* non-leaf: gradient accumulated during backward */
-    bool bgrad_owned_;
-    uint32_t visit_;
-} Tensor;
+} Tensor; /* the library allocates every tensor, with private bookkeeping after these fields */
 
 /* ---- memory --------------------------------------------------------------- */
 typedef struct { size_t block; size_t used; } ac_mark;
@@ -120,15 +116,34 @@ const char *ac_gemm_kernel_name(void); /* the fast kernel this CPU runs: "avx512
 void torch_set_num_threads(int n);
 int torch_get_num_threads(void);
 
-/* ---- errors --------------------------------------------------------------- */
-typedef void (*ac_error_handler)(const char *message, void *user);
-void ac_set_error_handler(ac_error_handler fn, void *user); /* this thread's; NULL: default (print, abort) */
+/* ---- errors ---------------------------------------------------------------
+ * Every error has a kind, the Python exception PyTorch raises for the same
+ * misuse, and a message: the op's name, then PyTorch 1.13's own first line
+ * word for word, then any detail of ours. */
+typedef enum {
+    AC_RUNTIME_ERROR = 0, /* RuntimeError: shapes, dtypes, autograd misuse, out of memory */
+    AC_INDEX_ERROR,       /* IndexError: a dim or an index out of range */
+    AC_VALUE_ERROR,       /* ValueError: a bad argument value (a batch size, a Python-level check) */
+    AC_TYPE_ERROR,        /* TypeError: an argument of the wrong kind */
+} ac_error_kind;
+const char *ac_error_kind_name(ac_error_kind kind);  /* "RuntimeError", "IndexError", ... */
+typedef void (*ac_error_handler)(ac_error_kind kind, const char *message, void *user);
+/* This thread's handler; NULL: the default, which prints "IndexError: <message>"
+ * (the kind's name) to stderr and aborts. A handler must not return: longjmp or exit. */
+void ac_set_error_handler(ac_error_handler fn, void *user);
+void ac_raise(ac_error_kind kind, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3), noreturn))
+#endif
+    ;
+/* ac_raise(AC_RUNTIME_ERROR, ...) */
 void ac_error(const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 1, 2), noreturn))
 #endif
     ;
-const char *ac_last_error(void);
+const char *ac_last_error(void);          /* this thread's last message */
+ac_error_kind ac_last_error_kind(void);   /* and its kind */
 
 /* ---- creation ------------------------------------------------------------- */
 Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape);        /* float32 copy */
@@ -266,6 +281,10 @@ bool torch_set_grad_enabled(bool enabled);           /* returns the previous mod
 bool torch_no_grad_enter(void);
 void torch_no_grad_exit(bool prev);
 void torch_zero_grad_(Tensor *t);                    /* t.grad.zero_() if it exists */
+void torch_retain_grad(Tensor *t);                   /* t.retain_grad(): a non-leaf's .grad is kept */
+bool torch_retains_grad(const Tensor *t);            /* t.retains_grad */
+bool torch_is_leaf(const Tensor *t);                 /* t.is_leaf */
+int64_t torch_version(const Tensor *t);              /* t._version: in-place writes to its storage so far */
 
 /* ---- printing (identical to PyTorch's print) -------------------------------- */
 char *torch_repr(const Tensor *t);                   /* arena string */

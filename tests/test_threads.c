@@ -75,8 +75,8 @@ END_TEST
 /* Errors are per thread: a handler installed on one thread catches that
  * thread's errors, and the last message is the thread's own. */
 static _Thread_local jmp_buf *thread_jmp;
-static void thread_handler(const char *msg, void *user) {
-    (void)msg, (void)user;
+static void thread_handler(ac_error_kind kind, const char *msg, void *user) {
+    (void)kind, (void)msg, (void)user;
     longjmp(*thread_jmp, 1);
 }
 static void *fail_on_thread(void *arg) {

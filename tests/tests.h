@@ -37,7 +37,8 @@ void assert_repr(const Tensor *t, const char *expected);
 /* Run a statement that must fail with an error whose message contains `needle`. */
 extern jmp_buf *test_jmp;
 extern char test_msg[1024];
-void test_error_handler(const char *msg, void *user);
+extern ac_error_kind test_kind;
+void test_error_handler(ac_error_kind kind, const char *msg, void *user);
 #define EXPECT_ERROR(needle, ...)                                                                  \
     do {                                                                                           \
         jmp_buf jb_;                                                                               \

@@ -8,9 +8,12 @@
 
 jmp_buf *test_jmp;
 char test_msg[1024];
+ac_error_kind test_kind;
 
-void test_error_handler(const char *msg, void *user) {
+void test_error_handler(ac_error_kind kind, const char *msg, void *user) {
+    (void)user;
     snprintf(test_msg, sizeof test_msg, "%s", msg);
+    test_kind = kind;
     longjmp(*test_jmp, 1);
 }
 
