@@ -12,6 +12,8 @@
 /* Grad mode is per thread, as PyTorch's thread-local GradMode. */
 static _Thread_local bool grad_enabled = true;
 static _Thread_local uint32_t generation;
+/* The node whose backward runs on this thread (NULL outside a backward). */
+static _Thread_local Node *running;
 
 bool torch_is_grad_enabled(void) { return grad_enabled; }
 bool torch_set_grad_enabled(bool enabled) {
@@ -41,24 +43,46 @@ void torch_no_grad_exit(bool prev) {
 void ac_autograd_recover(void) {
     if (internal_depth > 0) grad_enabled = user_mode;
     internal_depth = 0;
+    running = NULL;
 }
 
 const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
 
-bool ac_needs_grad(const Tensor *t) { return t && t->requires_grad; }
+
+static int input_slot(const Node *n, const Tensor *t) {
+    for (int k = 0; k < n->n_inputs; k++)
+        if (n->inputs[k] == t) return k;
+    return -1;
+}
+
+bool ac_needs_grad(const Tensor *t) {
+    if (!t) return false;
+    if (running) {
+        int k = input_slot(running, t);
+        if (k >= 0) return running->needs[k];
+    }
+    return t->requires_grad;
+}
 
 Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs) {
     if (!grad_enabled) return NULL;
     bool any = false;
-    for (int i = 0; i < n; i++) any = any || ac_needs_grad(inputs[i]);
+    for (int i = 0; i < n; i++) any = any || (inputs[i] && inputs[i]->requires_grad);
     if (!any) return NULL;
     Node *node = ac_arena_alloc(sizeof(Node));
     memset(node, 0, sizeof *node);
     node->name = name;
     node->backward = fn;
     node->n_inputs = n;
-    node->inputs = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n ? n : 1));
-    for (int i = 0; i < n; i++) node->inputs[i] = inputs[i];
+    size_t slots = (size_t)(n ? n : 1);
+    node->inputs = ac_arena_alloc(sizeof(Tensor *) * slots);
+    node->next = ac_arena_alloc(sizeof(Node *) * slots);
+    node->needs = ac_arena_alloc(sizeof(bool) * slots);
+    for (int i = 0; i < n; i++) {
+        node->inputs[i] = inputs[i];
+        node->needs[i] = inputs[i] && inputs[i]->requires_grad;
+        node->next[i] = node->needs[i] ? inputs[i]->grad_fn : NULL;
+    }
     node->out = out;
     out->grad_fn = node;
     out->requires_grad = true;
@@ -105,15 +129,21 @@ static void add_into(float *dst, const float *src, int64_t n) {
     ac_parallel_for(n, AC_GRAIN, add_task, &j);
 }
 
+/* Called by the running node's backward for one of its inputs: a leaf's .grad
+ * += g; otherwise g is added to the buffer of the node that made the input. */
 void ac_accum(Tensor *x, Tensor *g) {
-    if (!ac_needs_grad(x)) return;
+    if (!x || !running) return;
+    int k = input_slot(running, x);
+    if (k < 0) ac_error("autograd: %s sent a gradient to a tensor that is not its input (internal error)", running->name);
+    if (!running->needs[k]) return;
     if (torch_numel(g) != torch_numel(x))
         ac_error("autograd: gradient of shape %s for a tensor of shape %s (internal error)",
                  ac_shape_str(g), ac_shape_str(x));
     const float *gd = ac_cdata(g);
     int64_t n = torch_numel(x);
-    TensorImpl *xi = ac_impl(x);
-    if (!x->grad_fn) { /* a leaf: .grad += g */
+    Node *fn = running->next[k];
+    if (!fn) { /* a leaf: .grad += g */
+        TensorImpl *xi = ac_impl(x);
         if (!xi->gradbuf) torch_requires_grad_(x, true);
         if (!x->grad) {
             x->grad = xi->gradbuf;
@@ -123,18 +153,26 @@ void ac_accum(Tensor *x, Tensor *g) {
         }
         return;
     }
-    if (!xi->bgrad) { /* borrow: g is not written to again by anyone */
-        xi->bgrad = g;
-        xi->bgrad_owned = false;
-    } else if (xi->bgrad_owned) {
-        add_into(xi->bgrad->data, gd, n);
+    if (!fn->bgrad) { /* borrow: g is not written to again by anyone */
+        fn->bgrad = g;
+        fn->bgrad_owned = false;
+    } else if (fn->bgrad_owned) {
+        add_into(fn->bgrad->data, gd, n);
     } else {
         Tensor *s = ac_new_like(x);
-        AddJob j = {s->data, gd, ac_cdata(xi->bgrad)};
+        AddJob j = {s->data, gd, ac_cdata(fn->bgrad)};
         ac_parallel_for(n, AC_GRAIN, add_task, &j);
-        xi->bgrad = s;
-        xi->bgrad_owned = true;
+        fn->bgrad = s;
+        fn->bgrad_owned = true;
     }
+}
+
+/* A leaf's backward (t.backward() on a leaf): its .grad += seed. */
+static void accum_leaf(Tensor *t, Tensor *seed) {
+    Node self = {.n_inputs = 1, .inputs = &t, .next = &(Node *){NULL}, .needs = &(bool){true}};
+    running = &self;
+    ac_accum(t, seed);
+    running = NULL;
 }
 
 /* x.retain_grad(): a non-leaf's .grad is filled by backward (accumulating
@@ -170,57 +208,34 @@ void *ac_node_ctx(Node *n, size_t bytes) {
 
 ac_saved ac_save(Node *n, Tensor *t) {
     n->uses_saved = true;
-    return (ac_saved){t, t ? *ac_impl(t)->version : 0};
+    return (ac_saved){t, t ? *ac_impl(t)->version : 0, t && t == n->out};
 }
 
 Tensor *ac_unpack(const Node *n, ac_saved s) {
     if (s.t && *ac_impl(s.t)->version != s.version) {
         char which[128] = "";
-        if (s.t->grad_fn) snprintf(which, sizeof which, ", which is output 0 of %s,", s.t->grad_fn->name);
-        ac_error("%s: one of the variables needed for gradient computation has been modified by an inplace "
+        /* PyTorch names the op that made a saved output, and an input's grad_fn now */
+        const char *fn = s.is_output ? n->name : s.t->grad_fn ? s.t->grad_fn->name : NULL;
+        if (fn) snprintf(which, sizeof which, ", which is output 0 of %s,", fn);
+        ac_error("backward: one of the variables needed for gradient computation has been modified by an inplace "
                  "operation: [torch.%sTensor %s]%s is at version %llu; expected version %llu instead. Hint: "
                  "enable anomaly detection to find the operation that failed to compute its gradient, with "
                  "torch.autograd.set_detect_anomaly(True).",
-                 n->name, ac_dtype_name(s.t->dtype), ac_shape_str(s.t), which,
+                 ac_dtype_name(s.t->dtype), ac_shape_str(s.t), which,
                  (unsigned long long)*ac_impl(s.t)->version, (unsigned long long)s.version);
     }
     return s.t;
-}
-
-/* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
- * size 1 (the tinygrad #104 bug lives here). */
-Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
-    if (g->ndim == like->ndim) {
-        bool same = true;
-        for (int i = 0; i < g->ndim; i++) same = same && g->shape[i] == like->shape[i];
-        if (same) return g;
-    }
-    int lead = g->ndim - like->ndim;
-    Tensor *out = ac_new_zeros(AC_FLOAT32, like->ndim, like->shape);
-    int64_t ostr[AC_MAX_DIMS]; /* strides of out seen through g's shape */
-    for (int d = 0; d < g->ndim; d++) {
-        int ld = d - lead;
-        ostr[d] = (ld < 0 || like->shape[ld] == 1) ? 0 : out->stride[ld];
-    }
-    const float *gd = ac_cdata(g);
-    float *o = out->data;
-    int64_t n = torch_numel(g), idx[AC_MAX_DIMS] = {0}, off = 0;
-    for (int64_t k = 0; k < n; k++) {
-        o[off] += gd[k];
-        ac_advance(g->ndim, g->shape, ostr, idx, &off);
-    }
-    return out;
 }
 
 /* ---- the backward sweep ------------------------------------------------------------ */
 
 /* The sweep's work lists live in the arena: an error raised mid-backward
  * (whose handler may longjmp out) leaves nothing malloc'd behind. */
-typedef struct { Tensor **v; size_t n, cap; } Vec;
-static void vpush(Vec *v, Tensor *t) {
+typedef struct { Node **v; size_t n, cap; } Vec;
+static void vpush(Vec *v, Node *t) {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 256;
-        Tensor **nv = ac_arena_alloc(cap * sizeof *nv);
+        Node **nv = ac_arena_alloc(cap * sizeof *nv);
         if (v->n) memcpy(nv, v->v, v->n * sizeof *nv);
         v->v = nv;
         v->cap = cap;
@@ -228,32 +243,31 @@ static void vpush(Vec *v, Tensor *t) {
     v->v[v->n++] = t;
 }
 
-/* Post-order DFS with an explicit stack of (tensor, next input) frames. */
-typedef struct { Tensor *t; int k; } Frame;
+/* Post-order DFS over the nodes with an explicit stack of (node, next edge) frames. */
+typedef struct { Node *node; int k; } Frame;
 
-static void topo_sort(Tensor *root, Vec *order) {
+static void topo_sort(Node *root, Vec *order) {
     size_t n = 0, cap = 256;
     Frame *st = ac_arena_alloc(cap * sizeof *st);
     generation++;
-    ac_impl(root)->visit = generation;
+    root->visit = generation;
     st[n++] = (Frame){root, 0};
     while (n) {
         Frame *f = &st[n - 1];
-        Node *g = f->t->grad_fn;
-        Tensor *child = NULL;
-        while (g && f->k < g->n_inputs) {
-            Tensor *in = g->inputs[f->k++];
-            if (in && in->requires_grad && ac_impl(in)->visit != generation) {
+        Node *child = NULL;
+        while (f->k < f->node->n_inputs) {
+            Node *in = f->node->next[f->k++];
+            if (in && in->visit != generation) {
                 child = in;
                 break;
             }
         }
         if (!child) {
-            vpush(order, f->t);
+            vpush(order, f->node);
             n--;
             continue;
         }
-        ac_impl(child)->visit = generation;
+        child->visit = generation;
         if (n == cap) {
             Frame *ns = ac_arena_alloc(2 * cap * sizeof *st);
             memcpy(ns, st, n * sizeof *st);
@@ -269,8 +283,7 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
     if (!root->requires_grad)
         ac_error("backward: element 0 of tensors does not require grad and does not have a grad_fn");
     if (!gradient && torch_numel(root) != 1)
-        ac_error("backward: grad can be implicitly created only for scalar outputs (got shape %s)",
-                 ac_shape_str(root));
+        ac_error("backward: grad can be implicitly created only for scalar outputs");
     if (gradient) {
         ac_check_float(gradient, "backward");
         if (gradient->ndim != root->ndim || torch_numel(gradient) != torch_numel(root) ||
@@ -281,56 +294,33 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
     bool prev = torch_no_grad_enter();
     Tensor *seed = gradient ? ac_materialize(gradient) : torch_ones_like(root);
     if (!root->grad_fn) { /* backward on a leaf: its grad is the seed */
-        ac_accum(root, seed);
+        accum_leaf(root, seed);
         torch_no_grad_exit(prev);
         return;
     }
     Vec order = {0};
-    topo_sort(root, &order);
-    for (size_t i = 0; i < order.n; i++) ac_impl(order.v[i])->bgrad = NULL;
-    ac_impl(root)->bgrad = seed;
-    ac_impl(root)->bgrad_owned = true;
+    topo_sort(root->grad_fn, &order);
+    for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad = NULL;
+    root->grad_fn->bgrad = seed;
+    root->grad_fn->bgrad_owned = true;
     for (size_t i = order.n; i-- > 0;) {
-        Tensor *t = order.v[i];
-        Node *n = t->grad_fn;
-        TensorImpl *ti = ac_impl(t);
-        if (!n || !ti->bgrad) continue;
+        Node *n = order.v[i];
+        if (!n->bgrad) continue;
         if (n->freed)
             ac_error("backward: Trying to backward through the graph a second time (or directly access "
                      "saved tensors after they have already been freed). Saved intermediate values of "
                      "the graph are freed when you call .backward() or autograd.grad(). Specify "
                      "retain_graph=True if you need to backward through the graph a second time or if "
                      "you need to access saved tensors after calling backward. (node %s)", n->name);
-        Tensor *g = ti->bgrad;
-        ti->bgrad = NULL;
-        if (ti->retains_grad) retain(t, g);
+        Tensor *g = n->bgrad;
+        n->bgrad = NULL;
+        if (n->out && n->out->grad_fn == n && ac_impl(n->out)->retains_grad) retain(n->out, g);
+        running = n;
         n->backward(n, g);
+        running = NULL;
         if (!retain_graph && n->uses_saved) n->freed = true;
     }
     torch_no_grad_exit(prev);
 }
 
 void torch_backward(Tensor *t, Tensor *gradient) { torch_backward_ex(t, gradient, false); }
-
-/* ---- broadcasting ------------------------------------------------------------------- */
-
-bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape) {
-    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
-    for (int i = 0; i < n; i++) {
-        int ia = a->ndim - n + i, ib = b->ndim - n + i;
-        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
-        if (sa != sb && sa != 1 && sb != 1) return false;
-        shape[i] = sa == 1 ? sb : sa;
-    }
-    *ndim = n;
-    return true;
-}
-
-void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride) {
-    int64_t cs[AC_MAX_DIMS];
-    ac_contiguous_strides(t->ndim, t->shape, cs);
-    for (int i = 0; i < ndim; i++) {
-        int it = t->ndim - ndim + i;
-        stride[i] = (it < 0 || (t->shape[it] == 1 && shape[i] != 1)) ? 0 : cs[it];
-    }
-}

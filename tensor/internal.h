@@ -14,20 +14,21 @@ typedef struct TensorImpl {
     uint64_t *version;        /* the storage's version counter (t._version), shared by its views */
     uint64_t own_version;     /* the counter itself, in the tensor that owns the storage */
     Tensor *gradbuf;          /* leaf: preallocated storage .grad points to */
-    Tensor *bgrad;            /* non-leaf: gradient accumulated during backward */
-    bool bgrad_owned;
     bool retains_grad;        /* retain_grad(): a non-leaf keeps its .grad */
-    uint32_t visit;
 } TensorImpl;
 static inline TensorImpl *ac_impl(const Tensor *t) { return (TensorImpl *)(uintptr_t)t; }
 void ac_bump_version(Tensor *t); /* an in-place write: t._version += 1 (views share it) */
+void ac_check_inplace(Tensor *t, const char *op); /* PyTorch's leaf / view-of-leaf refusals */
 
 /* One node of the backward graph: what made a tensor, and how to send its
  * gradient back to the inputs. backward() receives the gradient of `out`
- * (contiguous, out's shape) and calls ac_accum() once per input. What the
- * backward needs beyond the inputs is the op's own struct in ctx (AC_CTX);
- * tensors whose values it reads are kept as ac_saved, checked for in-place
- * changes when unpacked (PyTorch's SavedVariable). */
+ * (contiguous, out's shape) and calls ac_accum() once per input. The edges
+ * are taken when the node is made (PyTorch's next_functions): next[k] is the
+ * grad_fn inputs[k] had then, so an in-place op that later gives an input a
+ * new history does not reroute this node's gradient. What the backward needs
+ * beyond the inputs is the op's own struct in ctx (AC_CTX); tensors whose
+ * values it reads are kept as ac_saved, checked for in-place changes when
+ * unpacked (PyTorch's SavedVariable). */
 typedef struct Node Node;
 typedef void (*ac_backward_fn)(Node *n, Tensor *grad_out);
 struct Node {
@@ -35,15 +36,21 @@ struct Node {
     ac_backward_fn backward;
     int n_inputs;
     Tensor **inputs;         /* inputs[i] may be NULL (no grad path) */
+    Node **next;             /* inputs[i]'s grad_fn when this node was made; NULL: a leaf */
+    bool *needs;             /* inputs[i] required grad when this node was made */
     Tensor *out;
     void *ctx;               /* the op's typed state (AC_CTX) */
     bool uses_saved;         /* saved tensors: a second backward after freeing is an error */
     bool freed;
+    /* during backward */
+    Tensor *bgrad;           /* the gradient of out accumulated so far */
+    bool bgrad_owned;
+    uint32_t visit;
 };
 void *ac_node_ctx(Node *n, size_t bytes);      /* zeroed, in the arena, kept in n->ctx */
 #define AC_CTX(n, Type) ((Type *)ac_node_ctx((n), sizeof(Type)))
 
-typedef struct { Tensor *t; uint64_t version; } ac_saved;
+typedef struct { Tensor *t; uint64_t version; bool is_output; } ac_saved;
 ac_saved ac_save(Node *n, Tensor *t);          /* t and its version now; NULL stays NULL */
 Tensor *ac_unpack(const Node *n, ac_saved s);  /* t, or PyTorch's error if it was changed in place */
 
@@ -78,6 +85,7 @@ const float *ac_cdata(Tensor *t);
 Tensor *ac_materialize(Tensor *t);          /* contiguous copy without autograd */
 void ac_copy_strided(Tensor *dst_contig, const Tensor *src);
 double ac_element_at(const Tensor *t, int64_t offset); /* any dtype, as double */
+void ac_store_element(Tensor *t, int64_t offset, double v); /* converted to t's dtype */
 
 /* Checks. */
 char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */
@@ -86,14 +94,16 @@ char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */
  * off or no input requires grad; else marks out as requiring grad. */
 Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs);
 #define AC_NODE(name, fn, out, ...) ac_node(name, fn, out, TENSORS(__VA_ARGS__))
-bool ac_needs_grad(const Tensor *t);        /* input wants a gradient */
+bool ac_needs_grad(const Tensor *t);        /* input wants a gradient (in a backward: it did when the node was made) */
 void ac_autograd_recover(void);             /* after an error: back to the user's mode */
 void ac_rng_recover(void);                  /* after an error: let go of the default generator */
 void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 
-/* Broadcasting of two shapes; returns false when they cannot broadcast. */
+/* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */
 bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape);
+/* The same, or PyTorch's error: "op: The size of tensor a (2) must match the size of tensor b (4) at non-singleton dimension 0". */
+void ac_broadcast_check(const char *op, const Tensor *a, const Tensor *b, int *ndim, int64_t *shape);
 /* Strides of t (contiguous) seen through the broadcast shape (0 where expanded). */
 void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride);
 

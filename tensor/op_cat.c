@@ -80,3 +80,62 @@ static Tensor *join(int n, Tensor **ts, int64_t dim, bool stack) {
 
 Tensor *torch_cat(int n, Tensor **ts, int64_t dim) { return join(n, ts, dim, false); }
 Tensor *torch_stack(int n, Tensor **ts, int64_t dim) { return join(n, ts, dim, true); }
+
+/* ---- repeat: tile a tensor ----------------------------------------------------------------------
+ *     in the forward:  out[i] = a[i mod a.shape]   (sizes may add leading dims)
+ *     so:              da[j] = sum of g over every tile's copy of j */
+/* a's element (contiguous offset) under out's multi-index idx */
+static int64_t tile_offset(const Tensor *a, int lead, int n, const int64_t *idx, const int64_t *cs) {
+    int64_t off = 0;
+    for (int d = lead; d < n; d++) off += (idx[d] % a->shape[d - lead]) * cs[d - lead];
+    return off;
+}
+
+static void next_index(int n, const int64_t *shape, int64_t *idx) {
+    for (int d = n - 1; d >= 0; d--) {
+        if (++idx[d] < shape[d]) return;
+        idx[d] = 0;
+    }
+}
+
+static void repeat_backward(Node *n, Tensor *g) {
+    Tensor *a = n->inputs[0];
+    Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
+    const float *gd = ac_cdata(g);
+    float *zd = z->data;
+    int64_t idx[AC_MAX_DIMS] = {0};
+    for (int64_t k = 0, len = torch_numel(g); k < len; k++) { /* tiles in order: a fixed summation order */
+        zd[tile_offset(a, g->ndim - a->ndim, g->ndim, idx, z->stride)] += gd[k];
+        next_index(g->ndim, g->shape, idx);
+    }
+    ac_accum(a, z);
+}
+
+Tensor *torch_repeat(Tensor *a, int n, const int64_t *sizes) {
+    ac_check_float(a, "repeat");
+    if (n < a->ndim)
+        ac_error("repeat: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
+    if (n > AC_MAX_DIMS) ac_error("repeat: at most %d dimensions, got %d", AC_MAX_DIMS, n);
+    int64_t shape[AC_MAX_DIMS];
+    for (int d = 0; d < n; d++) {
+        if (sizes[d] < 0)
+            ac_error("repeat: Trying to create tensor with negative dimension %lld: %s", (long long)sizes[d],
+                     ac_dims_str(n, sizes));
+        int ad = d - (n - a->ndim);
+        shape[d] = sizes[d] * (ad >= 0 ? a->shape[ad] : 1);
+        if (ad >= 0 && a->shape[ad] && shape[d] / a->shape[ad] != sizes[d])
+            ac_error("repeat: numel: integer multiplication overflow");
+    }
+    Tensor *out = ac_new(AC_FLOAT32, n, shape);
+    const float *x = ac_cdata(a);
+    float *o = out->data;
+    int lead = n - a->ndim;
+    int64_t cs[AC_MAX_DIMS], idx[AC_MAX_DIMS] = {0};
+    ac_contiguous_strides(a->ndim, a->shape, cs);
+    for (int64_t k = 0, len = torch_numel(out); k < len; k++) {
+        o[k] = x[tile_offset(a, lead, n, idx, cs)];
+        next_index(n, shape, idx);
+    }
+    AC_NODE("RepeatBackward0", repeat_backward, out, a);
+    return out;
+}

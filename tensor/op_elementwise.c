@@ -58,9 +58,7 @@ static void bin_rows_task(void *ctx, int64_t r0, int64_t r1, int chunk) { /* bro
 static Tensor *bin_compute(BinOp op, Tensor *a, Tensor *b) {
     int nd;
     int64_t shape[AC_MAX_DIMS];
-    if (!ac_broadcast_shape(a, b, &nd, shape))
-        ac_error("%s: The size of tensor a (%s) must match the size of tensor b (%s) at a "
-                 "non-singleton dimension", bin_ops[op], ac_shape_str(a), ac_shape_str(b));
+    ac_broadcast_check(bin_ops[op], a, b, &nd, shape);
     Tensor *out = ac_new(AC_FLOAT32, nd, shape);
     const float *da = ac_cdata(a), *db = ac_cdata(b);
     float *o = out->data;
@@ -170,10 +168,13 @@ Tensor *torch_div_scalar(Tensor *a, double s) { return scalar_op(DIV, a, s); }
 
 /* ---- unary -------------------------------------------------------------------------- */
 
-typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU } UnOp;
-static const char *const un_names[] = {"NegBackward0", "ExpBackward0", "LogBackward0", "SqrtBackward0",
-                                       "PowBackward0", "ReluBackward0", "TanhBackward0", "GeluBackward0"};
-static const char *const un_ops[] = {"neg", "exp", "log", "sqrt", "pow", "relu", "tanh", "gelu"};
+typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP } UnOp;
+static const char *const un_names[] = {"NegBackward0",     "ExpBackward0",  "LogBackward0",   "SqrtBackward0",
+                                       "PowBackward0",     "ReluBackward0", "TanhBackward0",  "GeluBackward0",
+                                       "SigmoidBackward0", "SiluBackward0", "SoftplusBackward0", "AbsBackward0",
+                                       "ClampBackward1"};
+static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow", "relu", "tanh",
+                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp"};
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
@@ -188,7 +189,20 @@ static float pow_scalar(float x, double e) {
     return powf(x, (float)e);
 }
 
-static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, double e) {
+/* softplus(x) = log(1 + exp(beta x)) / beta, and x itself past the threshold (e: beta, e2: threshold) */
+static float softplus(float x, float beta, float threshold) {
+    return x * beta > threshold ? x : log1pf(expf(x * beta)) / beta;
+}
+
+/* clamp: a NaN bound is no bound (None); a NaN input stays NaN */
+static float clampf(float x, float lo, float hi) {
+    if (isnan(x)) return x;
+    if (!isnan(lo) && x < lo) x = lo;
+    if (!isnan(hi) && x > hi) x = hi;
+    return x;
+}
+
+static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, double e, double e2) {
     switch (op) {
     case NEG: UN_LOOP(-x); break;
     case EXP: UN_LOOP(expf(x)); break;
@@ -198,18 +212,23 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
     case RELU: UN_LOOP(x > 0.0f ? x : (isnan(x) ? x : 0.0f)); break;
     case TANH: UN_LOOP(tanhf(x)); break;
     case GELU: UN_LOOP(x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2))); break;
+    case SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
+    case SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case SOFTPLUS: UN_LOOP(softplus(x, (float)e, (float)e2)); break;
+    case ABS: UN_LOOP(fabsf(x)); break;
+    case CLAMP: UN_LOOP(clampf(x, (float)e, (float)e2)); break;
     }
 }
 
-typedef struct { UnOp op; const float *in, *g, *x, *y; float *o; double e; } UnJob;
+typedef struct { UnOp op; const float *in, *g, *x, *y; float *o; double e, e2; } UnJob;
 
 static void un_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     const UnJob *j = ctx;
-    un_compute_range(j->op, j->in + i0, j->o + i0, i1 - i0, j->e);
+    un_compute_range(j->op, j->in + i0, j->o + i0, i1 - i0, j->e, j->e2);
 }
 
-static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e) {
-    UnJob j = {op, in, NULL, NULL, NULL, o, e};
+static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e, double e2) {
+    UnJob j = {op, in, NULL, NULL, NULL, o, e, e2};
     ac_parallel_for(n, AC_GRAIN, un_task, &j);
 }
 
@@ -217,7 +236,7 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     const UnJob *j = ctx;
     UnOp op = j->op;
     const float *g = j->g, *x = j->x, *y = j->y;
-    float *r = j->o, e = (float)j->e;
+    float *r = j->o, e = (float)j->e, e2 = (float)j->e2;
     const float beta = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
     for (int64_t i = i0; i < i1; i++) {
         switch (op) {
@@ -234,38 +253,56 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
             r[i] = g[i] * (cdf + x[i] * pdf);
             break;
         }
+        case SIGMOID: r[i] = g[i] * (1.0f - y[i]) * y[i]; break;
+        case SILU: { /* d x s(x) = s (1 + x (1 - s)) */
+            float s = 1.0f / (1.0f + expf(-x[i]));
+            r[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
+            break;
+        }
+        case SOFTPLUS: { /* d softplus = e^(beta x) / (e^(beta x) + 1), 1 past the threshold */
+            float z = expf(x[i] * e);
+            r[i] = x[i] * e > e2 ? g[i] : g[i] * z / (z + 1.0f);
+            break;
+        }
+        case ABS: r[i] = x[i] > 0.0f ? g[i] : x[i] < 0.0f ? -g[i] : 0.0f * g[i]; break;
+        case CLAMP: /* 1 inside [min, max], bounds included */
+            r[i] = (isnan(e) || x[i] >= e) && (isnan(e2) || x[i] <= e2) ? g[i] : 0.0f;
+            break;
         }
     }
 }
 
 /* exp, sqrt, relu and tanh read their result; log, pow and gelu their input. */
-typedef struct { UnOp op; double e; ac_saved x, y; } UnSaved;
+typedef struct { UnOp op; double e, e2; ac_saved x, y; } UnSaved;
 
-static bool un_saves_result(UnOp op) { return op == EXP || op == SQRT || op == RELU || op == TANH; }
+static bool un_saves_result(UnOp op) { return op == EXP || op == SQRT || op == RELU || op == TANH || op == SIGMOID; }
 
 static void un_backward(Node *n, Tensor *gt) {
     const UnSaved *sv = n->ctx;
     Tensor *a = n->inputs[0], *x = ac_unpack(n, sv->x), *y = ac_unpack(n, sv->y);
     Tensor *rt = ac_new_like(a);
-    UnJob j = {sv->op, NULL, ac_cdata(gt), x ? ac_cdata(x) : NULL, y ? ac_cdata(y) : NULL, rt->data, sv->e};
+    UnJob j = {sv->op, NULL, ac_cdata(gt), x ? ac_cdata(x) : NULL, y ? ac_cdata(y) : NULL, rt->data, sv->e, sv->e2};
     ac_parallel_for(torch_numel(a), AC_GRAIN, un_backward_task, &j);
     ac_accum(a, rt);
 }
 
-static Tensor *unary(UnOp op, Tensor *a, double e) {
+static Tensor *unary2(UnOp op, Tensor *a, double e, double e2) {
     ac_check_float(a, un_ops[op]);
     Tensor *out = ac_new_like(a);
-    un_compute(op, ac_cdata(a), out->data, torch_numel(a), e);
+    un_compute(op, ac_cdata(a), out->data, torch_numel(a), e, e2);
     Node *n = AC_NODE(un_names[op], un_backward, out, a);
     if (n) {
         UnSaved *sv = AC_CTX(n, UnSaved);
         sv->op = op;
         sv->e = e;
+        sv->e2 = e2;
         if (un_saves_result(op)) sv->y = ac_save(n, out);
         else if (op != NEG) sv->x = ac_save(n, a);
     }
     return out;
 }
+
+static Tensor *unary(UnOp op, Tensor *a, double e) { return unary2(op, a, e, 0); }
 
 Tensor *torch_neg(Tensor *a) { return unary(NEG, a, 0); }
 Tensor *torch_exp(Tensor *a) { return unary(EXP, a, 0); }
@@ -275,3 +312,11 @@ Tensor *torch_pow(Tensor *a, double exponent) { return unary(POW, a, exponent); 
 Tensor *torch_relu(Tensor *a) { return unary(RELU, a, 0); }
 Tensor *torch_tanh(Tensor *a) { return unary(TANH, a, 0); }
 Tensor *torch_gelu(Tensor *a) { return unary(GELU, a, 0); }
+Tensor *torch_sigmoid(Tensor *a) { return unary(SIGMOID, a, 0); }
+Tensor *torch_silu(Tensor *a) { return unary(SILU, a, 0); }
+Tensor *torch_softplus(Tensor *a, double beta, double threshold) { return unary2(SOFTPLUS, a, beta, threshold); }
+Tensor *torch_abs(Tensor *a) { return unary(ABS, a, 0); }
+Tensor *torch_clamp(Tensor *a, double min, double max) {
+    if (isnan(min) && isnan(max)) ac_error("clamp: At least one of 'min' or 'max' must not be None");
+    return unary2(CLAMP, a, min, max);
+}

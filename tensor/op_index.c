@@ -128,3 +128,141 @@ Tensor *torch_index(Tensor *a, Tensor *index) {
     if (n) *AC_CTX(n, IndexSaved) = (IndexSaved){idx, 1, a->shape[0], inner, -1};
     return out;
 }
+
+/* ---- gather and scatter_add along a dim ---------------------------------------------------------
+ * gather:       out[i][j][k] = a[index[i][j][k]][j][k]          (dim 0; likewise for the others)
+ * scatter_add:  out = a, then out[index[i][j][k]][j][k] += src[i][j][k]
+ * Each is the other's backward: d a (gather) = scatter_add of g at index;
+ * d src (scatter_add) = gather of g at index, d a = g. index has a's number of
+ * dims and sizes no larger than a's (than src's too, for scatter_add) outside dim. */
+
+typedef struct { Tensor *idx; int64_t dim; } GatherSaved;
+
+/* index checked (int64, dims, sizes, bounds) and made contiguous */
+static Tensor *dim_indices(const Tensor *a, int64_t d, Tensor *index, const Tensor *src, const char *op) {
+    ac_check_defined(index, op);
+    if (index->dtype != AC_INT64) ac_error("%s: %s(): Expected dtype int64 for index", op, op);
+    int nd = a->ndim ? a->ndim : 1;
+    if ((index->ndim ? index->ndim : 1) != nd)
+        ac_error("%s: Index tensor must have the same number of dimensions as %s tensor", op,
+                 src ? "self" : "input");
+    if (src && (src->ndim ? src->ndim : 1) != nd)
+        ac_error("%s: Index tensor must have the same number of dimensions as src tensor", op);
+    for (int k = 0; k < index->ndim && a->ndim; k++) {
+        if (k != d && index->shape[k] > a->shape[k])
+            ac_error("%s: Size does not match at dimension %d expected index %s to be smaller than self %s apart "
+                     "from dimension %lld", op, k, ac_shape_str(index), ac_shape_str(a), (long long)d);
+        if (src && index->shape[k] > src->shape[k])
+            ac_error("%s: Size does not match at dimension %d expected index %s to be smaller than src %s", op, k,
+                     ac_shape_str(index), ac_shape_str(src));
+    }
+    Tensor *idx = ac_materialize(index);
+    int64_t size = a->ndim ? a->shape[d] : 1, *p = idx->data;
+    for (int64_t i = 0, n = torch_numel(idx); i < n; i++)
+        if (p[i] < -size || p[i] >= size)
+            ac_error("%s: index %lld is out of bounds for dimension %lld with size %lld", op, (long long)p[i],
+                     (long long)d, (long long)size);
+        else if (p[i] < 0)
+            p[i] += size;
+    return idx;
+}
+
+/* For every element e of idx (multi-index ix): a's offset with ix[dim] replaced by idx[e].
+ * fn(ctx, e, a_offset). */
+#define FOR_DIM_INDEX(idx, a_strides, dim, BODY)                                                    \
+    do {                                                                                            \
+        const int64_t *ip_ = (idx)->data;                                                           \
+        int64_t ix_[AC_MAX_DIMS] = {0};                                                             \
+        for (int64_t e = 0, n_ = torch_numel(idx); e < n_; e++) {                                   \
+            int64_t aoff = 0;                                                                       \
+            for (int k_ = 0; k_ < (idx)->ndim; k_++) aoff += (k_ == (dim) ? ip_[e] : ix_[k_]) * (a_strides)[k_]; \
+            BODY;                                                                                   \
+            for (int k_ = (idx)->ndim - 1; k_ >= 0; k_--) {                                         \
+                if (++ix_[k_] < (idx)->shape[k_]) break;                                            \
+                ix_[k_] = 0;                                                                        \
+            }                                                                                       \
+        }                                                                                           \
+    } while (0)
+
+static Tensor *gather_compute(Tensor *a, int64_t d, Tensor *idx) {
+    Tensor *out = ac_new(AC_FLOAT32, idx->ndim, idx->shape);
+    const float *x = ac_cdata(a);
+    float *o = out->data;
+    int64_t cs[AC_MAX_DIMS];
+    ac_contiguous_strides(a->ndim, a->shape, cs);
+    FOR_DIM_INDEX(idx, cs, d, o[e] = x[aoff]);
+    return out;
+}
+
+/* z (contiguous, a's shape) += src scattered at idx; in index order, a fixed summation order */
+static void scatter_into(Tensor *z, int64_t d, Tensor *idx, Tensor *src) {
+    const float *s = ac_cdata(src);
+    float *zd = z->data;
+    int64_t ss[AC_MAX_DIMS];
+    ac_contiguous_strides(src->ndim, src->shape, ss);
+    int64_t six[AC_MAX_DIMS] = {0};
+    FOR_DIM_INDEX(idx, z->stride, d, {
+        int64_t soff = 0;
+        for (int k = 0; k < idx->ndim; k++) soff += six[k] * ss[k];
+        zd[aoff] += s[soff];
+        for (int k = idx->ndim - 1; k >= 0; k--) {
+            if (++six[k] < idx->shape[k]) break;
+            six[k] = 0;
+        }
+    });
+}
+
+static void gather_backward(Node *n, Tensor *g) {
+    const GatherSaved *sv = n->ctx;
+    Tensor *a = n->inputs[0];
+    Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
+    scatter_into(z, sv->dim, sv->idx, g);
+    ac_accum(a, z);
+}
+
+Tensor *torch_gather(Tensor *a, int64_t dim, Tensor *index) {
+    ac_check_float(a, "gather");
+    int64_t d = ac_wrap_dim(dim, a->ndim, "gather");
+    Tensor *idx = dim_indices(a, d, index, NULL, "gather");
+    Tensor *out = gather_compute(a, d, idx);
+    Node *n = AC_NODE("GatherBackward0", gather_backward, out, a);
+    if (n) *AC_CTX(n, GatherSaved) = (GatherSaved){idx, d};
+    return out;
+}
+
+static void scatter_add_op_backward(Node *n, Tensor *g) {
+    const GatherSaved *sv = n->ctx;
+    Tensor *a = n->inputs[0], *src = n->inputs[1];
+    if (ac_needs_grad(a)) ac_accum(a, g);
+    if (ac_needs_grad(src)) { /* gather of g at idx, into src's shape (index may be smaller) */
+        Tensor *part = gather_compute(g, sv->dim, sv->idx);
+        Tensor *z = ac_new_zeros(AC_FLOAT32, src->ndim, src->shape);
+        int64_t cnt = torch_numel(part), ix[AC_MAX_DIMS] = {0};
+        const float *pd = part->data;
+        float *zd = z->data;
+        for (int64_t e = 0; e < cnt; e++) {
+            int64_t off = 0;
+            for (int k = 0; k < part->ndim; k++) off += ix[k] * z->stride[k];
+            zd[off] = pd[e];
+            for (int k = part->ndim - 1; k >= 0; k--) {
+                if (++ix[k] < part->shape[k]) break;
+                ix[k] = 0;
+            }
+        }
+        ac_accum(src, z);
+    }
+}
+
+Tensor *torch_scatter_add(Tensor *a, int64_t dim, Tensor *index, Tensor *src) {
+    ac_check_float(a, "scatter_add");
+    ac_check_float(src, "scatter_add");
+    int64_t d = ac_wrap_dim(dim, a->ndim, "scatter_add");
+    Tensor *idx = dim_indices(a, d, index, src, "scatter_add");
+    Tensor *out = ac_materialize(a);
+    /* src read only where index reaches: its leading corner of index's shape */
+    Tensor *part = ac_view_of(src, idx->ndim, idx->shape, src->stride, src->offset);
+    scatter_into(out, d, idx, part);
+    Node *n = AC_NODE("ScatterAddBackward0", scatter_add_op_backward, out, a, src);
+    if (n) *AC_CTX(n, GatherSaved) = (GatherSaved){idx, d};
+    return out;
+}

@@ -112,3 +112,67 @@ static Tensor *tri(Tensor *a, int64_t diagonal, bool lower) {
 
 Tensor *torch_tril(Tensor *a, int64_t diagonal) { return tri(a, diagonal, true); }
 Tensor *torch_triu(Tensor *a, int64_t diagonal) { return tri(a, diagonal, false); }
+
+/* ---- where(condition, a, b) -------------------------------------------------------------
+ *     in the forward:  out = condition ? a : b   (all three broadcast together)
+ *     so:              da = g where condition,  db = g elsewhere (each summed back to its shape) */
+typedef struct { Tensor *cond; } WhereSaved; /* the condition at the output's shape (the op's own copy) */
+
+static Tensor *pick(Tensor *g, const Tensor *cond, bool where_true) {
+    Tensor *out = ac_new_like(g);
+    const float *gd = ac_cdata(g);
+    const bool *c = cond->data;
+    float *o = out->data;
+    for (int64_t k = 0, n = torch_numel(g); k < n; k++) o[k] = c[k] == where_true ? gd[k] : 0.0f;
+    return out;
+}
+
+static void where_backward(Node *n, Tensor *g) {
+    const WhereSaved *sv = n->ctx;
+    Tensor *a = n->inputs[0], *b = n->inputs[1];
+    if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(pick(g, sv->cond, true), a));
+    if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(pick(g, sv->cond, false), b));
+}
+
+/* t (contiguous copy) seen through shape: broadcast strides */
+static const void *through(Tensor *t, int nd, const int64_t *shape, int64_t *st) {
+    Tensor *c = ac_materialize(t);
+    ac_broadcast_strides(c, nd, shape, st);
+    return c->data;
+}
+
+Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b) {
+    ac_check_defined(condition, "where");
+    ac_check_float(a, "where");
+    ac_check_float(b, "where");
+    if (condition->dtype != AC_BOOL)
+        ac_error("where: where expected condition to be a boolean tensor, but got a tensor with dtype %s",
+                 ac_dtype_name(condition->dtype));
+    int nd, nd2;
+    int64_t shape[AC_MAX_DIMS], shape2[AC_MAX_DIMS];
+    ac_broadcast_check("where", condition, a, &nd, shape);
+    Tensor ca = {.ndim = nd};
+    memcpy(ca.shape, shape, sizeof shape);
+    ac_broadcast_check("where", &ca, b, &nd2, shape2);
+    Tensor *out = ac_new(AC_FLOAT32, nd2, shape2);
+    int64_t sc[AC_MAX_DIMS], sa[AC_MAX_DIMS], sb[AC_MAX_DIMS];
+    const bool *c = through(condition, nd2, shape2, sc);
+    const float *pa = through(a, nd2, shape2, sa), *pb = through(b, nd2, shape2, sb);
+    Tensor *cond = ac_new(AC_BOOL, nd2, shape2);
+    bool *cc = cond->data;
+    float *o = out->data;
+    int64_t idx[AC_MAX_DIMS] = {0}, oc = 0, oa = 0, ob = 0;
+    for (int64_t k = 0, n = torch_numel(out); k < n; k++) {
+        cc[k] = c[oc];
+        o[k] = c[oc] ? pa[oa] : pb[ob];
+        for (int d = nd2 - 1; d >= 0; d--) { /* one odometer, three sets of strides */
+            oc += sc[d], oa += sa[d], ob += sb[d];
+            if (++idx[d] < shape2[d]) break;
+            oc -= sc[d] * shape2[d], oa -= sa[d] * shape2[d], ob -= sb[d] * shape2[d];
+            idx[d] = 0;
+        }
+    }
+    Node *n = AC_NODE("WhereBackward0", where_backward, out, a, b);
+    if (n) AC_CTX(n, WhereSaved)->cond = cond;
+    return out;
+}

@@ -254,3 +254,147 @@ Tensor *torch_slice(Tensor *a, int64_t dim, int64_t start, int64_t end) {
     if (n) *AC_CTX(n, SliceSaved) = (SliceSaved){d, start, end - start, false};
     return out;
 }
+
+/* ---- expand, permute, flatten ------------------------------------------------------------------ */
+
+/* expand: a stride of 0 repeats an element; the gradient sums back over the repeats. */
+static void expand_backward(Node *n, Tensor *g) { ac_accum(n->inputs[0], ac_sum_to(g, n->inputs[0])); }
+
+Tensor *torch_expand(Tensor *a, int n, const int64_t *sizes) {
+    ac_check_defined(a, "expand");
+    if (n > AC_MAX_DIMS) ac_error("expand: at most %d dimensions, got %d", AC_MAX_DIMS, n);
+    if (n < a->ndim)
+        ac_error("expand: expand(torch.%sTensor{%s}, size=%s): the number of sizes provided (%d) must be greater or "
+                 "equal to the number of dimensions in the tensor (%d)", ac_dtype_name(a->dtype), ac_shape_str(a),
+                 ac_dims_str(n, sizes), n, a->ndim);
+    int64_t shape[AC_MAX_DIMS], stride[AC_MAX_DIMS];
+    for (int d = n - 1; d >= 0; d--) {
+        int ad = d - (n - a->ndim);
+        int64_t size = sizes[d];
+        if (ad < 0) { /* a new leading dim */
+            if (size < 0)
+                ac_error("expand: The expanded size of the tensor (%lld) isn't allowed in a leading, non-existing "
+                         "dimension %d", (long long)size, d);
+            shape[d] = size, stride[d] = 0;
+        } else if (size == -1 || size == a->shape[ad]) {
+            shape[d] = a->shape[ad], stride[d] = a->stride[ad];
+        } else if (a->shape[ad] == 1 && size >= 0) {
+            shape[d] = size, stride[d] = 0;
+        } else {
+            ac_error("expand: The expanded size of the tensor (%lld) must match the existing size (%lld) at "
+                     "non-singleton dimension %d.  Target sizes: %s.  Tensor sizes: %s", (long long)size,
+                     (long long)a->shape[ad], d, ac_dims_str(n, sizes), ac_shape_str(a));
+        }
+    }
+    ac_shape_numel(n, shape);
+    return view_node("ExpandBackward0", expand_backward, ac_view_of(a, n, shape, stride, a->offset), a);
+}
+
+Tensor *torch_permute(Tensor *a, int n, const int64_t *dims) {
+    ac_check_defined(a, "permute");
+    if (n != a->ndim)
+        ac_error("permute: permute(sparse_coo): number of dimensions in the tensor input does not match the length "
+                 "of the desired ordering of dimensions i.e. input.dim() = %d is not equal to len(dims) = %d",
+                 a->ndim, n);
+    int perm[AC_MAX_DIMS];
+    bool seen[AC_MAX_DIMS] = {false};
+    for (int d = 0; d < n; d++) {
+        int64_t w = ac_wrap_dim(dims[d], a->ndim, "permute");
+        if (seen[w]) ac_error("permute: repeated dim in permute");
+        seen[w] = true;
+        perm[d] = (int)w;
+    }
+    if (n == 0) return view_node("PermuteBackward0", reshape_backward, ac_view_of(a, 0, NULL, NULL, a->offset), a);
+    return permute_op(a, perm, "PermuteBackward0");
+}
+
+/* flatten(start_dim, end_dim): a reshape merging those dims (the tensor itself when nothing merges). */
+Tensor *torch_flatten(Tensor *a, int64_t start_dim, int64_t end_dim) {
+    ac_check_defined(a, "flatten");
+    int64_t s = ac_wrap_dim(start_dim, a->ndim, "flatten"), e = ac_wrap_dim(end_dim, a->ndim, "flatten");
+    if (s > e) ac_error("flatten: flatten() has invalid args: start_dim cannot come after end_dim");
+    if (a->ndim == 0) return torch_reshape(a, SHAPE(1));
+    if (s == e) return a;
+    int64_t shape[AC_MAX_DIMS], merged = 1;
+    int nd = 0;
+    for (int d = 0; d < a->ndim; d++) {
+        if (d < s || d > e) shape[nd++] = a->shape[d];
+        else {
+            merged *= a->shape[d];
+            if (d == e) shape[nd++] = merged;
+        }
+    }
+    return torch_reshape(a, nd, shape);
+}
+
+/* ---- chunk and split: consecutive slices ------------------------------------------------------ */
+
+static Tensor *piece(Tensor *a, int64_t d, int64_t start, int64_t len, const char *name) {
+    int64_t shape[AC_MAX_DIMS];
+    memcpy(shape, a->shape, sizeof shape);
+    shape[d] = len;
+    Tensor *out = ac_view_of(a, a->ndim, shape, a->stride, a->offset + start * a->stride[d]);
+    Node *n = AC_NODE(name, slice_backward, out, a);
+    if (n) *AC_CTX(n, SliceSaved) = (SliceSaved){d, start, len, false};
+    return out;
+}
+
+static Tensor **pieces(Tensor *a, int64_t d, int count, const int64_t *lens, const char *name) {
+    Tensor **out = ac_arena_alloc(sizeof(Tensor *) * (size_t)(count ? count : 1));
+    int64_t at = 0;
+    for (int i = 0; i < count; i++) {
+        out[i] = piece(a, d, at, lens[i], name);
+        at += lens[i];
+    }
+    return out;
+}
+
+Tensor **torch_split(Tensor *a, int64_t split_size, int64_t dim, int *n) {
+    ac_check_defined(a, "split");
+    if (a->ndim == 0) ac_error("split: split expects at least a 1-dimensional tensor");
+    int64_t d = ac_wrap_dim(dim, a->ndim, "split"), size = a->shape[d];
+    if (split_size < 0 || (split_size == 0 && size != 0))
+        ac_error("split: split_size can only be 0 if dimension size is 0, but got dimension size of %lld",
+                 (long long)size);
+    int64_t count = split_size ? (size + split_size - 1) / split_size : 1;
+    if (count < 1) count = 1;
+    if (count > 1 << 20) ac_error("split: %lld pieces are too many", (long long)count);
+    int64_t *lens = ac_arena_alloc(sizeof(int64_t) * (size_t)count);
+    for (int64_t i = 0; i < count; i++) lens[i] = size - i * split_size < split_size ? size - i * split_size : split_size;
+    *n = (int)count;
+    return pieces(a, d, (int)count, lens, "SplitBackward0");
+}
+
+Tensor **torch_chunk(Tensor *a, int64_t chunks, int64_t dim, int *n) {
+    ac_check_defined(a, "chunk");
+    if (a->ndim == 0) ac_error("chunk: chunk expects at least a 1-dimensional tensor");
+    if (chunks <= 0) ac_error("chunk: chunk expects `chunks` to be greater than 0, got: %lld", (long long)chunks);
+    int64_t d = ac_wrap_dim(dim, a->ndim, "chunk"), size = a->shape[d];
+    int64_t split_size = (size + chunks - 1) / chunks;
+    if (split_size == 0 && size == 0) { /* PyTorch: chunks pieces of size 0 */
+        if (chunks > 1 << 20) ac_error("chunk: %lld pieces are too many", (long long)chunks);
+        int64_t *lens = ac_arena_alloc(sizeof(int64_t) * (size_t)chunks);
+        memset(lens, 0, sizeof(int64_t) * (size_t)chunks);
+        *n = (int)chunks;
+        return pieces(a, d, (int)chunks, lens, "SplitBackward0");
+    }
+    return torch_split(a, split_size, d, n);
+}
+
+Tensor **torch_split_with_sizes(Tensor *a, int nsizes, const int64_t *sizes, int64_t dim, int *n) {
+    ac_check_defined(a, "split_with_sizes");
+    if (a->ndim == 0) ac_error("split_with_sizes: split expects at least a 1-dimensional tensor");
+    int64_t d = ac_wrap_dim(dim, a->ndim, "split_with_sizes"), total = 0;
+    for (int i = 0; i < nsizes; i++) {
+        if (sizes[i] < 0)
+            ac_error("split_with_sizes: split_with_sizes expects split_sizes have only non-negative entries, but got "
+                     "split_sizes=%s", ac_dims_str(nsizes, sizes));
+        total += sizes[i];
+    }
+    if (total != a->shape[d])
+        ac_error("split_with_sizes: split_with_sizes expects split_sizes to sum exactly to %lld (input tensor's size "
+                 "at dimension %lld), but got split_sizes=%s", (long long)a->shape[d], (long long)d,
+                 ac_dims_str(nsizes, sizes));
+    *n = nsizes;
+    return pieces(a, d, nsizes, sizes, "SplitWithSizesBackward0");
+}

@@ -137,8 +137,8 @@ static void fill16(float *p, float mean, float std) {
 /* In-place draws: float32 only, and not into a leaf that requires grad (as PyTorch). */
 static void check_inplace_float(Tensor *t, const char *op) {
     ac_check_float(t, op);
-    if (t->requires_grad && !t->grad_fn && torch_is_grad_enabled())
-        ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
+    ac_check_inplace(t, op);
+    ac_bump_version(t);
 }
 
 /* Visit every element of t in row-major order (any strides); BODY writes *ptr. */

@@ -228,6 +228,16 @@ double ac_element_at(const Tensor *t, int64_t off) {
     }
 }
 
+void ac_store_element(Tensor *t, int64_t off, double v) {
+    switch (t->dtype) {
+    case AC_FLOAT32: ((float *)t->data)[off] = (float)v; break;
+    case AC_INT64: ((int64_t *)t->data)[off] = (int64_t)v; break;
+    case AC_FLOAT64: ((double *)t->data)[off] = v; break;
+    case AC_INT32: ((int32_t *)t->data)[off] = (int32_t)v; break;
+    case AC_BOOL: ((bool *)t->data)[off] = v != 0; break;
+    }
+}
+
 double torch_item(Tensor *t) {
     ac_check_defined(t, "item");
     if (torch_numel(t) != 1)
@@ -291,17 +301,27 @@ Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype) {
     return ac_new_zeros(dtype, ndim, shape);
 }
 
-Tensor *torch_full(int ndim, const int64_t *shape, double value) {
-    Tensor *t = ac_new(AC_FLOAT32, ndim, shape);
-    float *p = t->data, v = (float)value;
-    for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = v;
+Tensor *torch_full_dtype(int ndim, const int64_t *shape, double value, ac_dtype dtype) {
+    Tensor *t = ac_new(dtype, ndim, shape);
+    int64_t n = torch_numel(t);
+    if (dtype == AC_FLOAT32) {
+        float *p = t->data, v = (float)value;
+        for (int64_t i = 0; i < n; i++) p[i] = v;
+    } else {
+        for (int64_t i = 0; i < n; i++) ac_store_element(t, i, value);
+    }
     return t;
 }
 
+Tensor *torch_full(int ndim, const int64_t *shape, double value) { return torch_full_dtype(ndim, shape, value, AC_FLOAT32); }
 Tensor *torch_zeros(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 0.0); }
 Tensor *torch_ones(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 1.0); }
-Tensor *torch_zeros_like(const Tensor *t) { return torch_zeros(t->ndim, t->shape); }
-Tensor *torch_ones_like(const Tensor *t) { return torch_ones(t->ndim, t->shape); }
+Tensor *torch_zeros_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return torch_full_dtype(ndim, shape, 0, dtype); }
+Tensor *torch_ones_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return torch_full_dtype(ndim, shape, 1, dtype); }
+Tensor *torch_zeros_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 0, t->dtype); }
+Tensor *torch_ones_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 1, t->dtype); }
+Tensor *torch_full_like(const Tensor *t, double value) { return torch_full_dtype(t->ndim, t->shape, value, t->dtype); }
+Tensor *torch_empty_like(const Tensor *t) { return torch_empty(t->ndim, t->shape, t->dtype); }
 
 Tensor *torch_arange(int64_t end) {
     if (end < 0) ac_error("arange: upper bound and larger bound inconsistent with step sign (end=%lld)", (long long)end);
@@ -339,26 +359,13 @@ Tensor *torch_to_float(Tensor *t) {
     return o;
 }
 
+/* Shares the storage and its version counter, but is not a differentiable
+ * view: writing into it does not touch t's history. */
 Tensor *torch_detach(Tensor *t) {
     ac_check_defined(t, "detach");
-    return ac_view_of(t, t->ndim, t->shape, t->stride, t->offset);
-}
-
-Tensor *torch_copy_(Tensor *dst, Tensor *src) {
-    ac_check_defined(dst, "copy_");
-    ac_check_defined(src, "copy_");
-    if (dst->dtype != src->dtype || dst->ndim != src->ndim ||
-        memcmp(dst->shape, src->shape, sizeof(int64_t) * (size_t)dst->ndim) != 0)
-        ac_error("copy_: expected a source of shape %s and dtype %s, got shape %s and dtype %s",
-                 ac_shape_str(dst), ac_dtype_name(dst->dtype), ac_shape_str(src), ac_dtype_name(src->dtype));
-    if (!torch_is_contiguous(dst)) ac_error("copy_: the destination must be contiguous");
-    if (dst->requires_grad && !dst->grad_fn && torch_is_grad_enabled())
-        ac_error("copy_: a leaf Variable that requires grad is being used in an in-place operation.");
-    Tensor view = *dst; /* ac_copy_strided writes from data + 0 */
-    view.data = (char *)dst->data + (size_t)dst->offset * ac_dtype_size(dst->dtype);
-    view.offset = 0;
-    ac_copy_strided(&view, src);
-    return dst;
+    Tensor *d = ac_view_of(t, t->ndim, t->shape, t->stride, t->offset);
+    ac_impl(d)->base = NULL;
+    return d;
 }
 
 /* ---- long-lived tensors ----------------------------------------------------------- */

@@ -152,19 +152,41 @@ Tensor *torch_tensor_bool(const bool *data, int ndim, const int64_t *shape);
 Tensor *torch_tensor_double(const double *data, int ndim, const int64_t *shape);  /* dtype=torch.float64 */
 Tensor *torch_tensor_int(const int32_t *data, int ndim, const int64_t *shape);    /* dtype=torch.int32 */
 Tensor *torch_scalar_tensor(double value);              /* 0-d float32: torch.tensor(1.5) */
-Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype);
+Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype); /* zeroed here (PyTorch's is uninitialised) */
 Tensor *torch_zeros(int ndim, const int64_t *shape);
 Tensor *torch_ones(int ndim, const int64_t *shape);
 Tensor *torch_full(int ndim, const int64_t *shape, double value);
+/* with a dtype: torch.zeros(2, 3, dtype=torch.bool) -> torch_zeros_dtype(SHAPE(2, 3), AC_BOOL) */
+Tensor *torch_zeros_dtype(int ndim, const int64_t *shape, ac_dtype dtype);
+Tensor *torch_ones_dtype(int ndim, const int64_t *shape, ac_dtype dtype);
+Tensor *torch_full_dtype(int ndim, const int64_t *shape, double value, ac_dtype dtype);
+/* t's shape and dtype */
 Tensor *torch_zeros_like(const Tensor *t);
 Tensor *torch_ones_like(const Tensor *t);
+Tensor *torch_full_like(const Tensor *t, double value);
+Tensor *torch_empty_like(const Tensor *t);
 Tensor *torch_arange(int64_t end);                      /* int64, like torch.arange(5) */
 Tensor *torch_arange_float(double start, double end, double step); /* torch.arange(0., 30.) */
 Tensor *torch_clone(Tensor *t);                         /* CloneBackward0 */
 Tensor *torch_to_bool(Tensor *t);                       /* t.bool() */
 Tensor *torch_to_float(Tensor *t);                      /* t.float() */
 Tensor *torch_detach(Tensor *t);                        /* shares storage, no grad */
-Tensor *torch_copy_(Tensor *dst, Tensor *src);          /* dst.copy_(src): same shape and dtype, no grad */
+
+/* ---- in-place writes (tensor/op_inplace.c) -------------------------------------
+ * Each bumps t._version; with grad mode on they are recorded in autograd as
+ * PyTorch records them (FillBackward2, CopyBackwards, ..., CopySlices for a
+ * write into a view), and a leaf that requires grad refuses them.
+ *     x.fill_(0.5)                 torch_fill_(x, 0.5)
+ *     x[1] = 5.0                   torch_fill_(torch_select(x, 0, 1), 5.0)
+ *     x[i, :] = t                  torch_copy_(torch_select(x, 0, i), t)
+ *     x[:, 1:3] = t                torch_copy_(torch_slice(x, 1, 1, 3), t)
+ *     x[idx] = v  (idx int64)      torch_index_put_(x, idx, v, false)
+ *     x.masked_fill_(m, v)         torch_masked_fill_(x, m, v)                    */
+Tensor *torch_fill_(Tensor *t, double value);
+Tensor *torch_zero_(Tensor *t);
+Tensor *torch_copy_(Tensor *dst, Tensor *src);          /* src broadcast to dst's shape, any dtypes */
+Tensor *torch_masked_fill_(Tensor *t, Tensor *mask, double value);
+Tensor *torch_index_put_(Tensor *t, Tensor *index, Tensor *values, bool accumulate);
 
 /* ---- random numbers (PyTorch 1.13 CPU streams; see tensor/rng.c) ---------- */
 typedef struct torch_Generator {
@@ -259,6 +281,33 @@ Tensor *torch_linear(Tensor *x, Tensor *weight, Tensor *bias); /* x @ W^T + b */
 Tensor *torch_cross_entropy(Tensor *logits, Tensor *target, int64_t ignore_index);
 Tensor *torch_nll_loss(Tensor *log_probs, Tensor *target, int64_t ignore_index);  /* F.nll_loss, mean */
 Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim);    /* int64, no grad */
+Tensor *torch_sigmoid(Tensor *a);
+Tensor *torch_silu(Tensor *a);                       /* F.silu: x * sigmoid(x) */
+Tensor *torch_softplus(Tensor *a, double beta, double threshold); /* F.softplus(x, beta=1, threshold=20) */
+Tensor *torch_abs(Tensor *a);
+Tensor *torch_clamp(Tensor *a, double min, double max); /* NAN for None: x.clamp(min=0) -> torch_clamp(x, 0, NAN) */
+Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b); /* condition bool; all three broadcast */
+/* torch.return_types: (values, indices), indices int64 */
+typedef struct { Tensor *values, *indices; } torch_return_types;
+Tensor *torch_max(Tensor *a);                        /* a.max(): NaN if any (MaxBackward1) */
+Tensor *torch_min(Tensor *a);
+torch_return_types torch_max_dim(Tensor *a, int64_t dim, bool keepdim); /* a.max(dim): first index of the max */
+torch_return_types torch_min_dim(Tensor *a, int64_t dim, bool keepdim);
+Tensor *torch_amax(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* ties share the gradient */
+Tensor *torch_amin(Tensor *a, int ndims, const int64_t *dims, bool keepdim);
+torch_return_types torch_topk(Tensor *a, int64_t k, int64_t dim, bool largest, bool sorted);
+Tensor *torch_gather(Tensor *a, int64_t dim, Tensor *index);            /* out[i][j] = a[index[i][j]][j] (dim 0) */
+Tensor *torch_scatter_add(Tensor *a, int64_t dim, Tensor *index, Tensor *src); /* a.scatter_add(dim, index, src) */
+Tensor *torch_repeat(Tensor *a, int n, const int64_t *sizes);            /* a.repeat(2, 1) -> torch_repeat(a, SHAPE(2, 1)) */
+Tensor *torch_expand(Tensor *a, int n, const int64_t *sizes);            /* view; -1 keeps a size */
+Tensor *torch_permute(Tensor *a, int n, const int64_t *dims);            /* view: a.permute(2, 0, 1) */
+Tensor *torch_flatten(Tensor *a, int64_t start_dim, int64_t end_dim);    /* a.flatten(): torch_flatten(a, 0, -1) */
+/* Views of consecutive pieces along dim (SplitBackward0): an arena array of
+ * *n tensors. chunk: `chunks` pieces of ceil(size / chunks) (fewer when they
+ * run out); split: pieces of split_size, the last one smaller. */
+Tensor **torch_chunk(Tensor *a, int64_t chunks, int64_t dim, int *n);
+Tensor **torch_split(Tensor *a, int64_t split_size, int64_t dim, int *n);
+Tensor **torch_split_with_sizes(Tensor *a, int nsizes, const int64_t *sizes, int64_t dim, int *n);
 /* F.scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal, scale)
  * (PyTorch 2.x): softmax(q @ k^T * scale + mask) @ v, fused (FlashAttention-2:
  * tiles and an online softmax, never the (L, S) scores; extra memory O(B*H*L)).

@@ -367,6 +367,109 @@ static Tensor *masked_fill_leaky_fn(Tensor **x) {
     return out;
 }
 
+/* ---- the calls of issue 10 ------------------------------------------------------------------------ */
+/* Distinct values 1/8 apart (a shuffled ladder): a step of 2h = 1/32 never
+ * reorders them, so max, min and topk pick the same element at every probe. */
+static Tensor *ladder(uint64_t seed, int nd, const int64_t *shape) {
+    torch_manual_seed(seed);
+    Tensor *t = torch_empty(nd, shape, AC_FLOAT32);
+    int64_t n = torch_numel(t);
+    const int64_t *perm = torch_data_long(torch_randperm(n));
+    float *p = torch_data_float(t);
+    for (int64_t i = 0; i < n; i++) p[i] = (float)(perm[i] * 0.125 - n * 0.0625);
+    return torch_requires_grad_(t, true);
+}
+#define LADDER(seed, ...) ladder(seed, SHAPE(__VA_ARGS__))
+/* values at least 1/8 from clamp's bounds (-0.4, 0.7) */
+#define CLAMP_IN() torch_requires_grad_(torch_tensor((const float[]){-0.875f, -0.625f, -0.25f, 0.125f, 0.5f, 0.875f}, SHAPE(2, 3)), true)
+
+FN(sigmoid, torch_sigmoid(x[0]))
+FN(silu, torch_silu(x[0]))
+FN(softplus, torch_softplus(x[0], 1, 20))
+FN(softplus_thr, torch_softplus(torch_mul_scalar(x[0], 4), 2, 1)) /* both sides of the threshold */
+FN(abs_, torch_abs(x[0]))
+FN(clamp, torch_clamp(x[0], -0.4, 0.7))
+FN(clamp_lo, torch_clamp(x[0], -0.4, NAN))
+FN(where_, torch_where(torch_tensor_bool((const bool[]){true, false, true}, SHAPE(3, 1)), x[0], torch_exp(x[1])))
+FN(max_dim, torch_max_dim(x[0], 1, false).values)
+FN(min_dim, torch_min_dim(x[0], 0, true).values)
+FN(max_all, torch_max(x[0]))
+FN(amax, torch_amax(x[0], SHAPE(0, 2), true))
+FN(amin, torch_amin(x[0], SHAPE(-1), false))
+FN(topk, torch_topk(x[0], 2, 1, true, true).values)
+FN(topk_small, torch_topk(x[0], 2, 0, false, true).values)
+FN(repeat, torch_repeat(x[0], SHAPE(2, 1, 3)))
+FN(expand, torch_expand(x[0], SHAPE(2, 3, 4)))
+FN(permute, torch_permute(x[0], SHAPE(1, 2, 0)))
+FN(flatten, torch_flatten(torch_transpose(x[0], 0, 1), 1, 2))
+FN(gather, torch_gather(x[0], 0, torch_tensor_long((const int64_t[]){2, 0, 1, 1, 0, 0}, SHAPE(2, 3))))
+FN(scatter_add, torch_scatter_add(x[0], 1, torch_tensor_long((const int64_t[]){1, 1, 0, 2}, SHAPE(2, 2)), x[1]))
+static Tensor *chunk_fn(Tensor **x) {
+    int n;
+    Tensor **c = torch_chunk(x[0], 3, 1, &n);
+    return torch_cat(TENSORS(torch_exp(c[0]), torch_mul(c[1], c[1]), torch_tanh(c[2])), 1);
+}
+static Tensor *split_fn(Tensor **x) {
+    int n;
+    Tensor **c = torch_split_with_sizes(x[0], SHAPE(1, 2), 0, &n);
+    return torch_cat(TENSORS(torch_exp(c[0]), torch_sigmoid(c[1])), 0);
+}
+/* in-place writes through autograd */
+static Tensor *setitem_fn(Tensor **x) {
+    Tensor *y = torch_mul_scalar(x[0], 2);
+    torch_copy_(torch_select(y, 0, 1), torch_exp(x[1])); /* y[1] = exp(v) */
+    return torch_mul(y, y);
+}
+static Tensor *masked_fill_inplace_fn(Tensor **x) {
+    Tensor *y = torch_mul_scalar(x[0], 1.5); /* not exp: it saves its result, which the write would change */
+    torch_masked_fill_(torch_slice(y, 1, 1, 3), torch_tensor_bool((const bool[]){true, false}, SHAPE(2)), 0.5);
+    return torch_tanh(y);
+}
+static Tensor *index_put_fn(Tensor **x) {
+    Tensor *y = torch_mul(x[0], x[0]);
+    /* distinct indices: with a repeated one PyTorch (and we) still give every value the row's gradient */
+    torch_index_put_(y, torch_tensor_long((const int64_t[]){2, 0}, SHAPE(2)), torch_sigmoid(torch_slice(x[1], 0, 1, 3)), false);
+    torch_index_put_(y, torch_tensor_long((const int64_t[]){1}, SHAPE(1)), torch_slice(x[1], 0, 0, 1), true);
+    return torch_exp(y);
+}
+static Tensor *view_write_fn(Tensor **x) {
+    Tensor *y = torch_mul_scalar(x[0], 1);
+    Tensor *v = torch_slice(y, 0, 0, 2);
+    torch_copy_(v, torch_mul_scalar(x[1], 3));
+    return torch_cat(TENSORS(torch_reshape(torch_exp(v), SHAPE(-1)), torch_reshape(torch_tanh(y), SHAPE(-1))), 0);
+}
+
+START_TEST(test_grad_pytorch_calls) {
+    CHECK(sigmoid, IN(1, 2, 3));
+    CHECK(silu, IN(1, 2, 3));
+    CHECK(softplus, IN(1, 2, 3));
+    CHECK(softplus_thr, AWAY(1, 2, 4));
+    CHECK(abs_, AWAY(1, 6));
+    CHECK(clamp, CLAMP_IN());
+    CHECK(clamp_lo, CLAMP_IN());
+    CHECK(where_, IN(1, 3, 4), IN(2, 4));
+    CHECK(max_dim, LADDER(1, 3, 4));
+    CHECK(min_dim, LADDER(2, 3, 4));
+    CHECK(max_all, LADDER(3, 2, 3));
+    CHECK(amax, LADDER(4, 2, 3, 2));
+    CHECK(amin, LADDER(5, 2, 3, 2));
+    CHECK(topk, LADDER(6, 3, 4));
+    CHECK(topk_small, LADDER(7, 3, 4));
+    CHECK(repeat, IN(1, 2, 2));
+    CHECK(expand, IN(1, 3, 1));
+    CHECK(permute, IN(1, 2, 3, 4));
+    CHECK(flatten, IN(1, 2, 3, 4));
+    CHECK(gather, IN(1, 3, 3));
+    CHECK(scatter_add, IN(1, 2, 3), IN(2, 2, 3));
+    CHECK(chunk, IN(1, 2, 5));
+    CHECK(split, IN(1, 3, 2));
+    CHECK(setitem, IN(1, 3, 4), IN(2, 4));
+    CHECK(masked_fill_inplace, IN(1, 3, 4));
+    CHECK(index_put, IN(1, 3, 4), IN(2, 3, 4));
+    CHECK(view_write, IN(1, 3, 4), IN(2, 2, 4));
+}
+END_TEST
+
 START_TEST(test_checker_catches_a_wrong_backward) {
     Tensor *a[] = {IN(1, 6)};
     ck_assert_msg(gradcheck_ratio("wrong_square", wrong_square_fn, 1, a, false) > 10.0, "the checker missed a wrong backward");
@@ -388,6 +491,7 @@ Suite *suite_grad(void) {
     tcase_add_test(tc, test_grad_shape_ops);
     tcase_add_test(tc, test_grad_nn_ops);
     tcase_add_test(tc, test_grad_attention_block);
+    tcase_add_test(tc, test_grad_pytorch_calls);
     tcase_add_test(tc, test_checker_catches_a_wrong_backward);
     suite_add_tcase(s, tc);
     return s;

@@ -75,5 +75,6 @@ Suite *suite_error_paths(void);
 Suite *suite_threads(void);
 Suite *suite_kernels(void);
 Suite *suite_attention(void);
+Suite *suite_calls(void);
 
 #endif

@@ -8,6 +8,7 @@ print-golden.json, toy_lm.py and the-verdict.txt). Writes:
   tests/data/print_records.txt  every print-golden record's tensor: dtype, shape, flags, exact values
   tests/data/nn_golden.txt      module outputs and gradients, losses, optimizer steps, from PyTorch
   tests/data/toy_lm_losses.txt  toy_lm.py's loss at every step, for two sets of flags
+  tests/data/ops_golden.txt     the ops and in-place writes of issue 10: outputs and gradients
 Format of every file: one record per line, `name count v1 v2 ...` (floats as %.9g, exact for float32),
 except print_records.txt (documented in tests/test_print.c).
 """
@@ -347,11 +348,139 @@ def gen_minimal():
     open(os.path.join(OUT, 'minimal_expected.txt'), 'w').write(buf.getvalue())
 
 
+def gen_ops():
+    """The ops and in-place writes of issue 10, from PyTorch: each case's output and the
+    gradients of its inputs for loss = (out * weights).sum(), weights = rand(out.shape) seeded 7.
+    Inputs: torch.manual_seed(seed); torch.rand(shape) * 4 + (-2) (tests/test_ops_more.c builds the same)."""
+    w = Writer(os.path.join(OUT, 'ops_golden.txt'))
+
+    def inp(seed, *shape):
+        torch.manual_seed(seed)
+        return (torch.rand(*shape) * 4 + (-2)).requires_grad_(True)
+
+    def record(name, out, inputs):
+        g = torch.Generator().manual_seed(7)
+        wts = torch.rand(out.shape, generator=g)
+        w.put(name + '.out', out)
+        (out * wts).sum().backward()
+        for i, x in enumerate(inputs):
+            w.put('%s.grad%d' % (name, i), x.grad if x.grad is not None else torch.zeros_like(x))
+
+    def one(name, f, *xs):
+        record(name, f(*xs), xs)
+
+    one('sigmoid', torch.sigmoid, inp(1, 3, 4))
+    one('silu', F.silu, inp(1, 3, 4))
+    one('softplus', F.softplus, inp(1, 3, 4))
+    one('softplus_b2t1', lambda x: F.softplus(x, beta=2, threshold=1), inp(1, 3, 4))
+    one('abs', torch.abs, inp(2, 3, 4))
+    one('clamp', lambda x: x.clamp(-0.5, 0.7), inp(3, 3, 4))
+    one('clamp_min', lambda x: x.clamp(min=0.1), inp(3, 3, 4))
+    one('clamp_max', lambda x: x.clamp(max=-0.3), inp(3, 3, 4))
+    cond = torch.tensor([[True], [False], [True]])
+    one('where', lambda x, y: torch.where(cond, x, y * 2), inp(4, 3, 4), inp(5, 4))
+    one('max_dim', lambda x: x.max(1).values, inp(6, 3, 4))
+    one('min_dim_keep', lambda x: x.min(0, keepdim=True).values, inp(6, 3, 4))
+    one('max_all', lambda x: x.max(), inp(6, 3, 4))
+    one('min_all', lambda x: x.min(), inp(6, 3, 4))
+    one('amax', lambda x: x.amax((0, 2)), inp(7, 2, 3, 4))
+    one('amin_keep', lambda x: x.amin(-1, keepdim=True), inp(7, 2, 3, 4))
+    ties = lambda: torch.tensor([[1., 3., 3.], [2., 2., 0.]], requires_grad=True)
+    one('ties_max_all', lambda x: x.max(), ties())
+    one('ties_amax', lambda x: x.amax(1), ties())
+    one('ties_max_dim', lambda x: x.max(1).values, ties())
+    x = inp(6, 3, 4)
+    w.put('max_dim.indices', x.max(1).indices)
+    w.put('topk.indices', x.topk(2, 1).indices)
+    w.put('topk_small.indices', x.topk(3, 0, largest=False).indices)
+    one('topk', lambda x: x.topk(2, 1).values, inp(6, 3, 4))
+    one('topk_small', lambda x: x.topk(3, 0, largest=False).values, inp(6, 3, 4))
+    one('repeat', lambda x: x.repeat(2, 1, 2), inp(8, 2, 3))
+    one('expand', lambda x: x.expand(2, 3, 4), inp(9, 3, 1))
+    one('permute', lambda x: x.permute(2, 0, 1) * 1, inp(10, 2, 3, 4))
+    one('flatten', lambda x: x.flatten(1, 2) * 1, inp(10, 2, 3, 4))
+    one('flatten_t', lambda x: x.transpose(0, 2).flatten() * 1, inp(10, 2, 3, 4))
+    one('chunk', lambda x: torch.cat([c.exp() for c in x.chunk(2, 0)], 1), inp(11, 4, 3))
+    one('split', lambda x: torch.cat([c * (i + 1) for i, c in enumerate(x.split(3, 1))], 1), inp(11, 2, 5))
+    one('split_sizes', lambda x: torch.cat([c.exp() for c in x.split([1, 3], 1)], 1), inp(11, 2, 4))
+    gi = torch.tensor([[3, 0], [1, 1], [0, 2]])
+    one('gather', lambda x: x.gather(1, gi), inp(12, 3, 4))
+    si = torch.tensor([[0, 2, 2, 1], [2, 2, 0, 1]])
+    one('scatter_add', lambda a, s: a.scatter_add(0, si, s), inp(13, 3, 4), inp(14, 2, 4))
+
+    # in-place writes, through autograd
+    def setitem(a):
+        x = a * 2
+        x[1] = 5.0
+        return x * x
+    one('inplace_setitem', setitem, inp(20, 3, 4))
+
+    def into_zeros(v):
+        z = torch.zeros(3, 4)
+        z[1] = v * 3
+        return z.exp()
+    one('inplace_into_zeros', into_zeros, inp(21, 4))
+
+    mask = torch.tensor([[True, False, False, True]])
+    def mfill(a):
+        x = a * 1
+        x.masked_fill_(mask, 0.5)
+        return x.tanh()
+    one('inplace_masked_fill', mfill, inp(22, 3, 4))
+
+    pi = torch.tensor([2, 0, 2])
+    def iput(a, v):
+        x = a * 1
+        x.index_put_((pi,), v)
+        return x.exp()
+    one('inplace_index_put', iput, inp(23, 3, 4), inp(24, 3, 4))
+    def iput_acc(a, v):
+        x = a * 1
+        x.index_put_((pi,), v, accumulate=True)
+        return x.exp()
+    one('inplace_index_put_acc', iput_acc, inp(23, 3, 4), inp(24, 3, 4))
+
+    def slice_copy(a, b):
+        x = a * 1
+        x[:, 1:3] = b
+        return x.exp()
+    one('inplace_slice_copy', slice_copy, inp(25, 3, 4), inp(26, 3, 2))
+
+    def view_fill(a):
+        x = a * 1
+        v = x[1]
+        v.fill_(2.0)
+        return torch.cat([v * v, (x * x).reshape(-1)])
+    one('inplace_view_fill', view_fill, inp(27, 3, 4))
+
+    def copy_bcast(a, b):
+        x = a * 1
+        x.copy_(b)
+        return x * a
+    one('inplace_copy_bcast', copy_bcast, inp(28, 3, 4), inp(29, 4))
+
+    def zero(a):
+        x = a * 3
+        x.zero_()
+        return x + a
+    one('inplace_zero', zero, inp(30, 3, 4))
+
+    a = inp(31, 3, 4)
+    y = a * 2
+    y.retain_grad()
+    z = (y * y).sum()
+    z.backward(retain_graph=True)
+    z.backward()
+    w.put('retain_grad.y', y.grad)
+    w.put('retain_grad.a', a.grad)
+
+
 if __name__ == '__main__':
     os.makedirs(OUT, exist_ok=True)
-    what = sys.argv[1:] or ['rng', 'print', 'nn', 'losses', 'minimal']
+    what = sys.argv[1:] or ['rng', 'print', 'nn', 'losses', 'minimal', 'ops']
     if 'minimal' in what: gen_minimal()
     if 'rng' in what: gen_rng()
     if 'print' in what: gen_print_records()
     if 'nn' in what: gen_nn()
     if 'losses' in what: gen_losses()
+    if 'ops' in what: gen_ops()

@@ -106,14 +106,15 @@ static const char *name_of(const Tensor *t, nn_TensorList names) {
     return NULL;
 }
 
-/* The vertex of input t (a leaf or an op's output), made on first sight. */
-static int vertex_of(Graph *g, Tensor *t, nn_TensorList names, int *stack, int *sp) {
-    const void *key = t->grad_fn ? (const void *)t->grad_fn : (const void *)t;
+/* The vertex of an input: fn, the op that made it (the edge taken when the
+ * consumer was made), or the leaf t; made on first sight. */
+static int vertex_of(Graph *g, Tensor *t, Node *fn, nn_TensorList names, int *stack, int *sp) {
+    const void *key = fn ? (const void *)fn : (const void *)t;
     int i = find(g, key);
     if (i >= 0) return i;
-    if (t->grad_fn) {
+    if (fn) {
         i = add_vertex(g, V_OP, key);
-        snprintf(g->v[i].label[0], sizeof g->v[i].label[0], "%s", t->grad_fn->name);
+        snprintf(g->v[i].label[0], sizeof g->v[i].label[0], "%s", fn->name);
         stack[(*sp)++] = i;
     } else {
         i = add_vertex(g, V_LEAF, key);
@@ -136,14 +137,13 @@ static void build(Graph *g, Tensor *root, nn_TensorList names) {
     if (!root->requires_grad) return;
     int *stack = alloc(sizeof(int) * GRAPH_MAX_VERTICES);
     int sp = 0;
-    add_edge(g, vertex_of(g, root, names, stack, &sp), out);
+    add_edge(g, vertex_of(g, root, root->grad_fn, names, stack, &sp), out);
     while (sp > 0) {
         int i = stack[--sp];
         const Node *n = g->v[i].key;
         for (int k = 0; k < n->n_inputs; k++) {
-            Tensor *in = n->inputs[k];
-            if (!in || !in->requires_grad) continue;
-            add_edge(g, vertex_of(g, in, names, stack, &sp), i);
+            if (!n->needs[k]) continue;
+            add_edge(g, vertex_of(g, n->inputs[k], n->next[k], names, stack, &sp), i);
         }
     }
 }

@@ -1,0 +1,64 @@
+/* Broadcasting, as PyTorch's: shapes aligned from the last dim, a size of 1
+ * stretches. The forward helpers (a result's shape, strides that read an
+ * input through it) and the backward one (sum a gradient back to an input's
+ * shape). */
+#include "internal.h"
+
+bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape) {
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = 0; i < n; i++) {
+        int ia = a->ndim - n + i, ib = b->ndim - n + i;
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1) return false;
+        shape[i] = sa == 1 ? sb : sa;
+    }
+    *ndim = n;
+    return true;
+}
+
+void ac_broadcast_strides(const Tensor *t, int ndim, const int64_t *shape, int64_t *stride) {
+    int64_t cs[AC_MAX_DIMS];
+    ac_contiguous_strides(t->ndim, t->shape, cs);
+    for (int i = 0; i < ndim; i++) {
+        int it = t->ndim - ndim + i;
+        stride[i] = (it < 0 || (t->shape[it] == 1 && shape[i] != 1)) ? 0 : cs[it];
+    }
+}
+
+void ac_broadcast_check(const char *op, const Tensor *a, const Tensor *b, int *ndim, int64_t *shape) {
+    if (ac_broadcast_shape(a, b, ndim, shape)) return;
+    int n = a->ndim > b->ndim ? a->ndim : b->ndim;
+    for (int i = n - 1; i >= 0; i--) { /* PyTorch names the last dim that disagrees */
+        int ia = a->ndim - n + i, ib = b->ndim - n + i;
+        int64_t sa = ia >= 0 ? a->shape[ia] : 1, sb = ib >= 0 ? b->shape[ib] : 1;
+        if (sa != sb && sa != 1 && sb != 1)
+            ac_error("%s: The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
+                     "dimension %d", op, (long long)sa, (long long)sb, i);
+    }
+}
+
+/* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
+ * size 1 (the tinygrad #104 bug lives here). */
+Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
+    if (g->ndim == like->ndim) {
+        bool same = true;
+        for (int i = 0; i < g->ndim; i++) same = same && g->shape[i] == like->shape[i];
+        if (same) return g;
+    }
+    int lead = g->ndim - like->ndim;
+    Tensor *out = ac_new_zeros(AC_FLOAT32, like->ndim, like->shape);
+    int64_t ostr[AC_MAX_DIMS]; /* strides of out seen through g's shape */
+    for (int d = 0; d < g->ndim; d++) {
+        int ld = d - lead;
+        ostr[d] = (ld < 0 || like->shape[ld] == 1) ? 0 : out->stride[ld];
+    }
+    const float *gd = ac_cdata(g);
+    float *o = out->data;
+    int64_t n = torch_numel(g), idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        o[off] += gd[k];
+        ac_advance(g->ndim, g->shape, ostr, idx, &off);
+    }
+    return out;
+}
+
