@@ -8,56 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "optim.h"
 #include "safetensors.h"
 #include "toy_lm.h"
 
 #define FORMAT "attention.c ToyLM checkpoint"
-
-/* The generator's state as an int64 tensor: 624 words, left, next, cache flag, cache bits. */
-static Tensor *rng_state(void) {
-    Tensor *t = torch_empty(SHAPE(628), AC_INT64);
-    int64_t *p = torch_data_long(t);
-    const torch_Generator *g = ac_thread_generator();
-    for (int i = 0; i < 624; i++) p[i] = g->st[i];
-    p[624] = g->left;
-    p[625] = g->next;
-    p[626] = g->has_next_double_normal;
-    memcpy(&p[627], &g->next_double_normal, sizeof(double));
-    return t;
-}
-
-static bool rng_check(const Tensor *t, char *err, size_t errlen) {
-    if (!t) {
-        snprintf(err, errlen, "the checkpoint has no rng_state (without it a resumed run draws other batches)");
-        return false;
-    }
-    if (t->dtype != AC_INT64 || t->ndim != 1 || t->shape[0] != 628) {
-        snprintf(err, errlen, "rng_state must be an I64 tensor of 628 values");
-        return false;
-    }
-    const int64_t *p = t->data;
-    for (int i = 0; i < 624; i++)
-        if (p[i] < 0 || p[i] > (int64_t)UINT32_MAX) {
-            snprintf(err, errlen, "rng_state holds a generator word out of range");
-            return false;
-        }
-    if (p[624] < 1 || p[624] > 624 || p[625] < 0 || p[625] > 623 || (p[626] != 0 && p[626] != 1)) {
-        snprintf(err, errlen, "rng_state holds an invalid generator position");
-        return false;
-    }
-    return true;
-}
-
-static void rng_restore(const Tensor *t) {
-    const int64_t *p = t->data;
-    torch_Generator *g = ac_thread_generator();
-    for (int i = 0; i < 624; i++) g->st[i] = (uint32_t)p[i];
-    g->left = (int)p[624];
-    g->next = (int)p[625];
-    g->has_next_double_normal = p[626] != 0;
-    memcpy(&g->next_double_normal, &p[627], sizeof(double));
-}
 
 /* The vocabulary, exactly: its code points in decimal ("10 32 33 ..."), and
  * readable: the characters themselves (a NUL shown as U+2400). */
@@ -94,7 +50,7 @@ bool toylm_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *o
         sprintf(nm, "optim.%s", os.names[i]);
         names[k] = nm, ts[k] = os.tensors[i];
     }
-    names[k] = "rng_state", ts[k++] = rng_state();
+    names[k] = "rng_state", ts[k++] = torch_get_rng_state();
     char steps[32], dims[128];
     snprintf(steps, sizeof steps, "%lld", (long long)step);
     snprintf(dims, sizeof dims, "%lld %lld %lld %lld", (long long)model->context_length, (long long)d_model(model),
@@ -174,11 +130,15 @@ bool toylm_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *o
     nn_TensorList ostate = {n_opt, onames, ots};
     if (ok) ok = optim_load_state_dict(opt, ostate, false, err, errlen);
     Tensor *rng = ok ? safetensors_get(&f, "rng_state") : NULL;
-    if (ok) ok = rng_check(rng, err, errlen);
+    if (ok && !rng) {
+        snprintf(err, errlen, "the checkpoint has no rng_state (without it a resumed run draws other batches)");
+        ok = false;
+    }
+    if (ok) ok = ac_rng_state_check(rng, err, errlen);
     if (ok) { /* everything checked: now change the model, the optimizer and the generator */
         safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, true, err, errlen);
         optim_load_state_dict(opt, ostate, true, err, errlen);
-        rng_restore(rng);
+        torch_set_rng_state(rng);
         *step = s;
     }
     ac_arena_release(m);

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h" /* ac_parallel_for */
+#include "extend.h" /* ac_parallel_for */
 #include "optim.h"
 
 /* Everything is checked before anything is allocated, and the optimizer and

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "internal.h"
 
 /* Grad mode is per thread, as PyTorch's thread-local GradMode. */
@@ -28,7 +30,12 @@ bool torch_set_grad_enabled(bool enabled) {
 static _Thread_local int internal_depth;
 static _Thread_local bool user_mode;
 
+static void autograd_recover(void);
+static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+static void register_hook(void) { ac_on_error(autograd_recover); }
+
 bool torch_no_grad_enter(void) {
+    pthread_once(&hook_once, register_hook);
     if (internal_depth++ == 0) user_mode = grad_enabled;
     bool prev = grad_enabled;
     grad_enabled = false;
@@ -40,13 +47,22 @@ void torch_no_grad_exit(bool prev) {
     if (internal_depth > 0) internal_depth--;
 }
 
-void ac_autograd_recover(void) {
+/* after an error: back to the user's grad mode, no backward running */
+static void autograd_recover(void) {
     if (internal_depth > 0) grad_enabled = user_mode;
     internal_depth = 0;
     running = NULL;
 }
 
 const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+
+/* extend.h: the graph, read only */
+const char *ac_grad_fn_name(const Node *fn) { return fn ? fn->name : NULL; }
+int ac_grad_fn_inputs(const Node *fn) { return fn ? fn->n_inputs : 0; }
+static bool edge_ok(const Node *fn, int k) { return fn && k >= 0 && k < fn->n_inputs; }
+Tensor *ac_grad_fn_input(const Node *fn, int k) { return edge_ok(fn, k) ? fn->inputs[k] : NULL; }
+Node *ac_grad_fn_next(const Node *fn, int k) { return edge_ok(fn, k) ? fn->next[k] : NULL; }
+bool ac_grad_fn_needs(const Node *fn, int k) { return edge_ok(fn, k) && fn->needs[k]; }
 
 
 static int input_slot(const Node *n, const Tensor *t) {

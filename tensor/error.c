@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include <pthread.h>
+
 #include "internal.h"
 
 /* Per thread: the handler (a longjmp target belongs to one thread) and the last error. */
@@ -12,6 +14,21 @@ static _Thread_local ac_error_handler handler;
 static _Thread_local void *handler_user;
 static _Thread_local char last_message[1024];
 static _Thread_local ac_error_kind last_kind;
+
+/* Whoever holds state an error must not leave behind (grad mode, the default
+ * generator's lock) registers a hook; error.c knows nothing of them. */
+#define MAX_HOOKS 8
+static void (*hooks[MAX_HOOKS])(void);
+static int nhooks;
+static pthread_mutex_t hooks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void ac_on_error(void (*hook)(void)) {
+    pthread_mutex_lock(&hooks_lock);
+    bool known = false;
+    for (int i = 0; i < nhooks; i++) known = known || hooks[i] == hook;
+    if (!known && nhooks < MAX_HOOKS) hooks[nhooks++] = hook;
+    pthread_mutex_unlock(&hooks_lock);
+}
 
 void ac_set_error_handler(ac_error_handler fn, void *user) {
     handler = fn;
@@ -34,8 +51,11 @@ const char *ac_error_kind_name(ac_error_kind kind) {
 static _Noreturn void raise_v(ac_error_kind kind, const char *fmt, va_list ap) {
     vsnprintf(last_message, sizeof last_message, fmt, ap);
     last_kind = kind;
-    ac_autograd_recover(); /* a handler may longjmp out of a no-grad section */
-    ac_rng_recover();      /* or out of a draw from the default generator */
+    /* a handler may longjmp out of a no-grad section, or out of a draw from the default generator */
+    pthread_mutex_lock(&hooks_lock);
+    int n = nhooks;
+    pthread_mutex_unlock(&hooks_lock);
+    for (int i = 0; i < n; i++) hooks[i]();
     if (handler) handler(kind, last_message, handler_user);
     /* The default, and what happens if a handler returns: never go on with garbage. */
     fflush(stdout);

@@ -3,6 +3,7 @@
 #ifndef ATTENTION_INTERNAL_H
 #define ATTENTION_INTERNAL_H
 
+#include "extend.h"
 #include "tensor.h"
 
 /* What the library keeps beside the public Tensor: every tensor is allocated
@@ -95,8 +96,10 @@ char *ac_shape_x(const Tensor *t);          /* "2x3" in the arena */
 Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs);
 #define AC_NODE(name, fn, out, ...) ac_node(name, fn, out, TENSORS(__VA_ARGS__))
 bool ac_needs_grad(const Tensor *t);        /* input wants a gradient (in a backward: it did when the node was made) */
-void ac_autograd_recover(void);             /* after an error: back to the user's mode */
-void ac_rng_recover(void);                  /* after an error: let go of the default generator */
+/* A hook ac_error runs before the handler (each thread's own state): autograd
+ * registers one that puts grad mode back, rng one that lets go of the default
+ * generator. Registering twice is harmless. */
+void ac_on_error(void (*hook)(void));
 void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 
@@ -126,16 +129,11 @@ static inline int64_t ac_rows(const Tensor *t) {
     return r;
 }
 
-/* Threads inside ops (parallel.c): fn(ctx, begin, end, chunk) over [0, n) in
- * chunks of at least `grain`; chunk < ac_parallel_chunks(n, grain). */
-typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
-void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
-int ac_parallel_chunks(int64_t n, int64_t grain);
+/* Threads inside ops (parallel.c; ac_parallel_for in extend.h). */
 /* The same with at most max_chunks chunks: for tasks that index scratch made
  * for ac_parallel_chunks(n, grain) chunks. */
 void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx);
 void ac_parallel_shutdown(void); /* stop the workers (ac_shutdown does) */
-#define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
 
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);

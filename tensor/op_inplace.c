@@ -100,7 +100,7 @@ static void zero_replaced(const InplaceSaved *sv, Tensor *g) {
 
 static void inplace_backward(Node *n, Tensor *g) {
     const InplaceSaved *sv = n->ctx;
-    Tensor *base = n->inputs[0], *src = n->inputs[1];
+    Tensor *base = n->inputs[0], *src = n->n_inputs > 1 ? n->inputs[1] : NULL;
     Tensor *gb = ac_materialize(g); /* ours to change: contiguous, the base's shape */
     if (src && ac_needs_grad(src)) {
         Tensor *region = ac_materialize(ac_view_of(gb, sv->r.nd, sv->r.shape, sv->r.stride, sv->r.offset));

@@ -87,19 +87,21 @@ Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w
     return y;
 }
 
-Tensor *torch_dropout(Tensor *x, double p, bool training) {
+Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *generator) {
     ac_check_float(x, "dropout");
     if (!(p >= 0.0 && p <= 1.0)) ac_error("dropout: dropout probability has to be between 0 and 1, but got %g", p);
     if (!training || p == 0.0) return x;
     /* 1.13 CPU: noise = bernoulli_(1 - p) / (1 - p); out = x * noise */
     Tensor *noise = ac_new_like(x);
     bool prev = torch_no_grad_enter();
-    torch_bernoulli_(noise, 1.0 - p);
+    torch_bernoulli_gen_(noise, 1.0 - p, generator);
     torch_no_grad_exit(prev);
     float keep = (float)(1.0 - p), *nd = noise->data;
     for (int64_t i = 0, n = torch_numel(noise); i < n; i++) nd[i] = p == 1.0 ? 0.0f : nd[i] / keep;
     return torch_mul(x, noise);
 }
+
+Tensor *torch_dropout(Tensor *x, double p, bool training) { return torch_dropout_gen(x, p, training, NULL); }
 
 Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim) {
     ac_check_float(a, "argmax");

@@ -29,7 +29,7 @@ static _Thread_local bool holding;
 void ac_set_thread_generator(torch_Generator *g) { thread_gen = g; }
 torch_Generator *ac_thread_generator(void) { return thread_gen ? thread_gen : &torch_default_generator; }
 
-void torch_generator_seed(torch_Generator *g, uint64_t seed) {
+void torch_generator_manual_seed(torch_Generator *g, uint64_t seed) {
     g->seed = seed;
     g->st[0] = (uint32_t)(seed & 0xFFFFFFFFu);
     for (uint32_t j = 1; j < MT_N; j++)
@@ -41,22 +41,29 @@ void torch_generator_seed(torch_Generator *g, uint64_t seed) {
 
 void torch_manual_seed(uint64_t seed) {
     if (thread_gen) { /* this thread draws from its own generator: seed that one */
-        torch_generator_seed(thread_gen, seed);
+        torch_generator_manual_seed(thread_gen, seed);
         return;
     }
     pthread_mutex_lock(&default_lock);
-    torch_generator_seed(&torch_default_generator, seed);
+    torch_generator_manual_seed(&torch_default_generator, seed);
     default_seeded = true;
     pthread_mutex_unlock(&default_lock);
 }
 
-/* The generator of this thread's draws; gen_done() after the op's last draw. */
-static torch_Generator *gen(void) {
+static void gen_done(void);
+static pthread_once_t hook_once = PTHREAD_ONCE_INIT;
+static void register_hook(void) { ac_on_error(gen_done); }
+
+/* The generator of an op's draws: the one passed (generator=g), else this
+ * thread's; gen_done() after the op's last draw. */
+static torch_Generator *gen(torch_Generator *given) {
+    if (given) return given;
     if (thread_gen) return thread_gen;
+    pthread_once(&hook_once, register_hook); /* an error inside the draw lets go of the lock */
     pthread_mutex_lock(&default_lock);
     holding = true;
     if (!default_seeded) {
-        torch_generator_seed(&torch_default_generator, 67280421310721ULL);
+        torch_generator_manual_seed(&torch_default_generator, 67280421310721ULL);
         default_seeded = true;
     }
     return &torch_default_generator;
@@ -68,7 +75,7 @@ static void gen_done(void) {
     pthread_mutex_unlock(&default_lock);
 }
 
-void ac_rng_recover(void) { gen_done(); }
+
 
 static void twist(torch_Generator *g) {
     uint32_t *st = g->st;
@@ -153,11 +160,11 @@ static void check_inplace_float(Tensor *t, const char *op) {
         }                                                                          \
     } while (0)
 
-Tensor *torch_uniform_(Tensor *t, double from, double to) {
+Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *generator) {
     check_inplace_float(t, "uniform_");
     if (!(from <= to))
         ac_error("uniform_: expects to return a [from, to) range, but found from=%g > to=%g", from, to);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     float lo = (float)from, hi = (float)to, range = hi - lo;
     /* DEFAULT kernel: two roundings, (u * range) then + from. */
     FOR_EACH_ELEMENT(t, p, { float v = u01f(g) * range; *p = v + lo; });
@@ -165,10 +172,10 @@ Tensor *torch_uniform_(Tensor *t, double from, double to) {
     return t;
 }
 
-Tensor *torch_normal_(Tensor *t, double mean, double std) {
+Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *generator) {
     check_inplace_float(t, "normal_");
     if (!(std >= 0.0)) ac_error("normal_: expects std >= 0.0, but found std %g", std);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     int64_t n = torch_numel(t);
     if (n >= 16 && torch_is_contiguous(t)) {
         float *d = (float *)t->data + t->offset, m = (float)mean, s = (float)std;
@@ -186,43 +193,43 @@ Tensor *torch_normal_(Tensor *t, double mean, double std) {
     return t;
 }
 
-Tensor *torch_bernoulli_(Tensor *t, double p) {
+Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
     check_inplace_float(t, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: expects p to be in [0, 1], but got p=%g", p);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
     gen_done();
     return t;
 }
 
-Tensor *torch_exponential_(Tensor *t, double lambd) {
+Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generator) {
     check_inplace_float(t, "exponential_");
     if (!(lambd > 0.0)) ac_error("exponential_: expects lambda > 0.0, but found lambda=%g", lambd);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     FOR_EACH_ELEMENT(t, q, { *q = (float)(-1.0 / lambd * log(1.0 - u01d(g))); });
     gen_done();
     return t;
 }
 
-Tensor *torch_rand(int ndim, const int64_t *shape) {
+Tensor *torch_rand_gen(int ndim, const int64_t *shape, torch_Generator *generator) {
     Tensor *t = ac_new(AC_FLOAT32, ndim, shape);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     float *p = t->data;
     for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = u01f(g);
     gen_done();
     return t;
 }
 
-Tensor *torch_randn(int ndim, const int64_t *shape) {
-    return torch_normal_(ac_new(AC_FLOAT32, ndim, shape), 0.0, 1.0);
+Tensor *torch_randn_gen(int ndim, const int64_t *shape, torch_Generator *generator) {
+    return torch_normal_gen_(ac_new(AC_FLOAT32, ndim, shape), 0.0, 1.0, generator);
 }
 
-Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape) {
+Tensor *torch_randint_gen(int64_t low, int64_t high, int ndim, const int64_t *shape, torch_Generator *generator) {
     if (!(low < high))
         ac_error("randint: random_ expects 'from' to be less than 'to', but got from=%lld >= to=%lld",
                  (long long)low, (long long)high);
     Tensor *t = ac_new(AC_INT64, ndim, shape);
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     uint64_t range = (uint64_t)high - (uint64_t)low;
     int64_t *p = t->data;
     for (int64_t i = 0, n = torch_numel(t); i < n; i++) {
@@ -233,11 +240,11 @@ Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape)
     return t;
 }
 
-Tensor *torch_randperm(int64_t n) {
+Tensor *torch_randperm_gen(int64_t n, torch_Generator *generator) {
     if (n < 0) ac_error("randperm: n must be non-negative, got %lld", (long long)n);
     Tensor *t = torch_arange(n);
     int64_t *r = t->data;
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     for (int64_t i = 0; i + 1 < n; i++) {
         int64_t z = (int64_t)(torch_random32(g) % (uint64_t)(n - i));
         int64_t tmp = r[i];
@@ -249,7 +256,7 @@ Tensor *torch_randperm(int64_t n) {
 }
 
 /* torch.multinomial on 1-D or 2-D weights (1.13 algorithms, spec 1.10). */
-Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
+Tensor *torch_multinomial_gen(Tensor *probs, int64_t k, bool replacement, torch_Generator *generator) {
     ac_check_float(probs, "multinomial");
     if (probs->ndim < 1 || probs->ndim > 2)
         ac_error("multinomial: prob_dist must be 1 or 2 dim, got %d", probs->ndim);
@@ -270,7 +277,7 @@ Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
     int64_t oshape[2] = {rows, k};
     Tensor *out = probs->ndim == 2 ? ac_new(AC_INT64, 2, oshape) : ac_new(AC_INT64, 1, &k);
     int64_t *o = out->data;
-    torch_Generator *g = gen();
+    torch_Generator *g = gen(generator);
     if (!replacement) {
         float *q = ac_arena_alloc(sizeof(float) * (size_t)(rows * ncat));
         for (int64_t i = 0; i < rows * ncat; i++) q[i] = (float)(-1.0 * log(1.0 - u01d(g)));
@@ -310,3 +317,77 @@ Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) {
     gen_done();
     return out;
 }
+
+/* Without generator=: this thread's generator (the default one unless set). */
+Tensor *torch_uniform_(Tensor *t, double from, double to) { return torch_uniform_gen_(t, from, to, NULL); }
+Tensor *torch_normal_(Tensor *t, double mean, double std) { return torch_normal_gen_(t, mean, std, NULL); }
+Tensor *torch_bernoulli_(Tensor *t, double p) { return torch_bernoulli_gen_(t, p, NULL); }
+Tensor *torch_exponential_(Tensor *t, double lambd) { return torch_exponential_gen_(t, lambd, NULL); }
+Tensor *torch_rand(int ndim, const int64_t *shape) { return torch_rand_gen(ndim, shape, NULL); }
+Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape) { return torch_randint_gen(low, high, ndim, shape, NULL); }
+Tensor *torch_randperm(int64_t n) { return torch_randperm_gen(n, NULL); }
+Tensor *torch_multinomial(Tensor *probs, int64_t k, bool replacement) { return torch_multinomial_gen(probs, k, replacement, NULL); }
+Tensor *torch_randn(int ndim, const int64_t *shape) { return torch_randn_gen(ndim, shape, NULL); }
+
+/* ---- the generator's state (torch.get_rng_state, g.get_state) -------------------------------
+ * An int64 tensor of 628 values: the 624 MT19937 words, left, next, whether
+ * a normal is cached, and the cached normal's bits. (PyTorch's is a
+ * 5056-byte ByteTensor; attention.c has no uint8 dtype, and its layout is its own.) */
+#define STATE_LEN 628
+
+Tensor *torch_generator_get_state(torch_Generator *g) {
+    Tensor *t = ac_new(AC_INT64, 1, (const int64_t[]){STATE_LEN});
+    int64_t *p = t->data;
+    g = gen(g);
+    for (int i = 0; i < MT_N; i++) p[i] = g->st[i];
+    p[624] = g->left;
+    p[625] = g->next;
+    p[626] = g->has_next_double_normal;
+    memcpy(&p[627], &g->next_double_normal, sizeof(double));
+    gen_done();
+    return t;
+}
+
+bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen) {
+    if (!t || t->dtype != AC_INT64 || t->ndim != 1 || t->shape[0] != STATE_LEN) {
+        snprintf(err, errlen, "Expected an RNG state of %d int64 values (torch_get_rng_state's), but found %s%s%s",
+                 STATE_LEN, t ? ac_dtype_name(t->dtype) : "none", t ? " of shape " : "", t ? ac_shape_str(t) : "");
+        return false;
+    }
+    Tensor *c = ac_materialize((Tensor *)(uintptr_t)t);
+    const int64_t *p = c->data;
+    for (int i = 0; i < MT_N; i++)
+        if (p[i] < 0 || p[i] > (int64_t)UINT32_MAX) {
+            snprintf(err, errlen, "the RNG state holds a generator word out of range (value %d: %lld)", i, (long long)p[i]);
+            return false;
+        }
+    if (p[624] < 1 || p[624] > MT_N || p[625] < 0 || p[625] >= MT_N || (p[626] != 0 && p[626] != 1)) {
+        snprintf(err, errlen, "the RNG state holds an invalid generator position");
+        return false;
+    }
+    return true;
+}
+
+void torch_generator_set_state(torch_Generator *g, Tensor *state) {
+    char err[200];
+    if (!ac_rng_state_check(state, err, sizeof err)) ac_error("set_state: %s", err);
+    const int64_t *p = ac_materialize(state)->data;
+    g = gen(g);
+    for (int i = 0; i < MT_N; i++) g->st[i] = (uint32_t)p[i];
+    g->left = (int)p[624];
+    g->next = (int)p[625];
+    g->has_next_double_normal = p[626] != 0;
+    memcpy(&g->next_double_normal, &p[627], sizeof(double));
+    if (g == &torch_default_generator) default_seeded = true;
+    gen_done();
+}
+
+Tensor *torch_get_rng_state(void) { return torch_generator_get_state(NULL); }
+void torch_set_rng_state(Tensor *state) { torch_generator_set_state(NULL, state); }
+uint64_t torch_generator_initial_seed(torch_Generator *g) {
+    g = gen(g);
+    uint64_t s = g->seed;
+    gen_done();
+    return s;
+}
+uint64_t torch_initial_seed(void) { return torch_generator_initial_seed(NULL); }

@@ -198,13 +198,24 @@ typedef struct torch_Generator {
 } torch_Generator;
 extern torch_Generator torch_default_generator;
 void torch_manual_seed(uint64_t seed);   /* seeds this thread's generator (the default one unless set below) */
+uint64_t torch_initial_seed(void);
 /* Threads: the default generator is shared and locked per op (safe, but the
  * threads' draws interleave as they run). A thread that wants its own
  * reproducible stream sets its own generator: its random ops draw from it,
  * torch_manual_seed seeds it. NULL: back to the default. */
 void ac_set_thread_generator(torch_Generator *g);
 torch_Generator *ac_thread_generator(void);
-void torch_generator_seed(torch_Generator *g, uint64_t seed);
+/* g = torch.Generator(); g.manual_seed(42)  ->  torch_Generator g; torch_generator_manual_seed(&g, 42);
+ * A generator of one's own is used by one thread at a time (no lock). */
+void torch_generator_manual_seed(torch_Generator *g, uint64_t seed);
+uint64_t torch_generator_initial_seed(torch_Generator *g);
+/* The state: an int64 tensor of 628 values (the MT19937 words, the position,
+ * the cached normal); set_state takes back what get_state gave, so the draws
+ * that follow repeat. PyTorch's is a 5056-byte ByteTensor: same use, other layout. */
+Tensor *torch_get_rng_state(void);                        /* torch.get_rng_state() */
+void torch_set_rng_state(Tensor *state);                  /* torch.set_rng_state(state) */
+Tensor *torch_generator_get_state(torch_Generator *g);    /* g.get_state() */
+void torch_generator_set_state(torch_Generator *g, Tensor *state);
 uint32_t torch_random32(torch_Generator *g);
 uint64_t torch_random64(torch_Generator *g);
 Tensor *torch_rand(int ndim, const int64_t *shape);
@@ -216,6 +227,18 @@ Tensor *torch_normal_(Tensor *t, double mean, double std);   /* in place, no gra
 Tensor *torch_bernoulli_(Tensor *t, double p);               /* in place, no grad */
 Tensor *torch_exponential_(Tensor *t, double lambd);         /* in place, no grad */
 Tensor *torch_multinomial(Tensor *probs, int64_t num_samples, bool replacement);
+/* generator=g: the same ops with the generator last (NULL: as without).
+ *     torch.rand(3, 2, generator=g)     torch_rand_gen(SHAPE(3, 2), &g) */
+Tensor *torch_rand_gen(int ndim, const int64_t *shape, torch_Generator *generator);
+Tensor *torch_randn_gen(int ndim, const int64_t *shape, torch_Generator *generator);
+Tensor *torch_randint_gen(int64_t low, int64_t high, int ndim, const int64_t *shape, torch_Generator *generator);
+Tensor *torch_randperm_gen(int64_t n, torch_Generator *generator);
+Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *generator);
+Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *generator);
+Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator);
+Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generator);
+Tensor *torch_multinomial_gen(Tensor *probs, int64_t num_samples, bool replacement, torch_Generator *generator);
+Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *generator);
 
 /* ---- shape and element access ---------------------------------------------- */
 int64_t torch_numel(const Tensor *t);
@@ -329,6 +352,20 @@ bool torch_set_grad_enabled(bool enabled);           /* returns the previous mod
  * If an error handler longjmps out of such a section, grad mode is restored. */
 bool torch_no_grad_enter(void);
 void torch_no_grad_exit(bool prev);
+/* with torch.no_grad(): ...  ->  TORCH_NO_GRAD { ... }
+ * A scope: grad mode comes back however the block is left (the end, break,
+ * return, goto; an error's longjmp too). */
+typedef struct { bool prev, once; } ac_no_grad_scope;
+static inline void ac_no_grad_scope_exit(ac_no_grad_scope *s) { torch_no_grad_exit(s->prev); }
+#define AC_CAT_(a, b) a##b
+#define AC_CAT(a, b) AC_CAT_(a, b)
+#define TORCH_NO_GRAD AC_NO_GRAD_(AC_CAT(ac_ng_, __LINE__)) /* a name per line: scopes nest */
+#if defined(__GNUC__)
+#define AC_NO_GRAD_(s) \
+    for (ac_no_grad_scope s __attribute__((cleanup(ac_no_grad_scope_exit))) = {torch_no_grad_enter(), true}; s.once; s.once = false)
+#else /* without cleanup attributes: leave the block only at its end */
+#define AC_NO_GRAD_(s) for (ac_no_grad_scope s = {torch_no_grad_enter(), true}; s.once; ac_no_grad_scope_exit(&s), s.once = false)
+#endif
 void torch_zero_grad_(Tensor *t);                    /* t.grad.zero_() if it exists */
 void torch_retain_grad(Tensor *t);                   /* t.retain_grad(): a non-leaf's .grad is kept */
 bool torch_retains_grad(const Tensor *t);            /* t.retains_grad */

@@ -1,4 +1,5 @@
 // Every public header from C++ (extern "C"): built and run by `make installcheck`.
+#include <attention/extend.h>
 #include <attention/nn.h>
 #include <attention/optim.h>
 #include <attention/safetensors.h>

@@ -282,6 +282,94 @@ START_TEST(test_retain_grad) {
 }
 END_TEST
 
+
+START_TEST(test_creation_with_dtype) {
+    /* the strings are PyTorch 1.13's print() of the same calls */
+    assert_repr(torch_zeros_dtype(SHAPE(2, 3), AC_BOOL), "tensor([[False, False, False],\n        [False, False, False]])");
+    assert_repr(torch_full_dtype(SHAPE(2), 3, AC_INT64), "tensor([3, 3])");
+    assert_repr(torch_ones_dtype(SHAPE(2), AC_FLOAT64), "tensor([1., 1.], dtype=torch.float64)");
+    assert_repr(torch_empty(SHAPE(0), AC_BOOL), "tensor([], dtype=torch.bool)");
+    assert_repr(torch_full(SHAPE(2), 1.5), "tensor([1.5000, 1.5000])");
+    assert_repr(torch_zeros_like(torch_ones_dtype(SHAPE(2), AC_INT64)), "tensor([0, 0])");
+    assert_repr(torch_full_like(torch_ones(SHAPE(2)), 7), "tensor([7., 7.])");
+    assert_repr(torch_empty_like(torch_ones(SHAPE(0))), "tensor([])");
+    ck_assert(torch_ones_like(torch_zeros_dtype(SHAPE(1), AC_INT32))->dtype == AC_INT32);
+}
+END_TEST
+
+START_TEST(test_generators_and_state) {
+    /* generator=g draws g's stream and leaves the default one alone */
+    torch_manual_seed(42);
+    Tensor *want = torch_rand(SHAPE(5));
+    torch_manual_seed(7);
+    Tensor *next_default = torch_rand(SHAPE(3));
+    torch_manual_seed(7);
+    torch_Generator g;
+    torch_generator_manual_seed(&g, 42);
+    ck_assert_int_eq(torch_generator_initial_seed(&g), 42);
+    Tensor *got = torch_rand_gen(SHAPE(5), &g);
+    ck_assert_mem_eq(torch_data_float(got), torch_data_float(want), 5 * sizeof(float));
+    ck_assert_mem_eq(torch_data_float(torch_rand(SHAPE(3))), torch_data_float(next_default), 3 * sizeof(float));
+    ck_assert_int_eq(torch_initial_seed(), 7);
+    /* get_state / set_state: the draws that follow repeat, the cached normal included */
+    torch_manual_seed(3);
+    torch_randn(SHAPE(3)); /* leaves a normal cached */
+    Tensor *st = torch_get_rng_state();
+    ck_assert_int_eq(torch_numel(st), 628);
+    Tensor *a = torch_cat(TENSORS(torch_randn(SHAPE(7)), torch_rand(SHAPE(2)), torch_to_float(torch_randperm(5))), 0);
+    torch_set_rng_state(st);
+    Tensor *b = torch_cat(TENSORS(torch_randn(SHAPE(7)), torch_rand(SHAPE(2)), torch_to_float(torch_randperm(5))), 0);
+    ck_assert_mem_eq(torch_data_float(a), torch_data_float(b), 14 * sizeof(float));
+    Tensor *gs = torch_generator_get_state(&g);
+    Tensor *x = torch_randn_gen(SHAPE(20), &g);
+    torch_generator_set_state(&g, gs);
+    ck_assert_mem_eq(torch_data_float(torch_randn_gen(SHAPE(20), &g)), torch_data_float(x), 20 * sizeof(float));
+    /* every random op takes one */
+    torch_generator_manual_seed(&g, 1);
+    ck_assert_int_eq(torch_numel(torch_randint_gen(0, 5, SHAPE(4), &g)), 4);
+    torch_uniform_gen_(torch_empty(SHAPE(3), AC_FLOAT32), 0, 1, &g);
+    torch_normal_gen_(torch_empty(SHAPE(3), AC_FLOAT32), 0, 1, &g);
+    torch_bernoulli_gen_(torch_empty(SHAPE(3), AC_FLOAT32), 0.5, &g);
+    torch_exponential_gen_(torch_empty(SHAPE(3), AC_FLOAT32), 1, &g);
+    torch_multinomial_gen(torch_ones(SHAPE(4)), 2, false, &g);
+    torch_dropout_gen(torch_ones(SHAPE(4)), 0.5, true, &g);
+    torch_randperm_gen(4, &g);
+    EXPECT_ERROR("set_state: Expected an RNG state of 628 int64 values", torch_set_rng_state(torch_zeros(SHAPE(3))));
+    Tensor *bad = torch_clone(st);
+    torch_data_long(bad)[624] = 0;
+    EXPECT_ERROR("set_state: the RNG state holds an invalid generator position", torch_set_rng_state(bad));
+}
+END_TEST
+
+static bool mode_inside;
+static int leave_early(void) {
+    TORCH_NO_GRAD {
+        mode_inside = torch_is_grad_enabled();
+        return 1; /* a return inside the scope still restores grad mode */
+    }
+    return 0;
+}
+
+START_TEST(test_no_grad_scope) {
+    Tensor *a = torch_requires_grad_(torch_ones(SHAPE(2)), true);
+    Tensor *y = NULL;
+    TORCH_NO_GRAD {
+        y = torch_mul_scalar(a, 2);
+        TORCH_NO_GRAD { ck_assert(!torch_is_grad_enabled()); }
+        ck_assert(!torch_is_grad_enabled());
+    }
+    ck_assert(torch_is_grad_enabled());
+    ck_assert(!y->requires_grad);
+    ck_assert_int_eq(leave_early(), 1);
+    ck_assert(!mode_inside && torch_is_grad_enabled());
+    for (int i = 0; i < 3; i++) TORCH_NO_GRAD { if (i == 1) break; }
+    ck_assert(torch_is_grad_enabled());
+    /* an error inside, caught by a handler that longjmps out: grad mode comes back too */
+    TORCH_NO_GRAD { EXPECT_ERROR("mat1 and mat2", torch_matmul(torch_ones(SHAPE(2, 3)), torch_ones(SHAPE(2, 3)))); }
+    ck_assert(torch_is_grad_enabled());
+}
+END_TEST
+
 Suite *suite_calls(void) {
     Suite *s = suite_create("PyTorch calls");
     TCase *tc = tcase("calls");
@@ -292,6 +380,9 @@ Suite *suite_calls(void) {
     tcase_add_test(tc, test_inplace_values_and_versions);
     tcase_add_test(tc, test_inplace_errors);
     tcase_add_test(tc, test_retain_grad);
+    tcase_add_test(tc, test_creation_with_dtype);
+    tcase_add_test(tc, test_generators_and_state);
+    tcase_add_test(tc, test_no_grad_scope);
     suite_add_tcase(s, tc);
     return s;
 }

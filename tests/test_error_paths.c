@@ -369,7 +369,7 @@ START_TEST(test_checkpoint_errors) {
         if (f.tensors.tensors[i] == rng) f.tensors.tensors[i] = short_rng;
     ck_assert(safetensors_save(path, f.tensors, f.n_meta, kv, err, sizeof err));
     ck_assert(!toylm_load_checkpoint(path, m, o, &ct, &step, err, sizeof err));
-    ck_assert_msg(strstr(err, "rng_state must be an I64 tensor of 628 values"), "%s", err);
+    ck_assert_msg(strstr(err, "Expected an RNG state of 628 int64 values"), "%s", err);
     ck_assert(!toylm_load_checkpoint("/nonexistent.safetensors", m, o, &ct, &step, err, sizeof err));
     optim_free(o), optim_free(ow);
     nn_free(&m->module), nn_free(&wide->module);

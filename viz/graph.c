@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "internal.h"
+#include "extend.h"
 #include "svg.h"
 
 typedef enum { V_OUTPUT, V_OP, V_LEAF, V_DUMMY } VKind;
@@ -108,13 +108,13 @@ static const char *name_of(const Tensor *t, nn_TensorList names) {
 
 /* The vertex of an input: fn, the op that made it (the edge taken when the
  * consumer was made), or the leaf t; made on first sight. */
-static int vertex_of(Graph *g, Tensor *t, Node *fn, nn_TensorList names, int *stack, int *sp) {
+static int vertex_of(Graph *g, Tensor *t, struct Node *fn, nn_TensorList names, int *stack, int *sp) {
     const void *key = fn ? (const void *)fn : (const void *)t;
     int i = find(g, key);
     if (i >= 0) return i;
     if (fn) {
         i = add_vertex(g, V_OP, key);
-        snprintf(g->v[i].label[0], sizeof g->v[i].label[0], "%s", fn->name);
+        snprintf(g->v[i].label[0], sizeof g->v[i].label[0], "%s", ac_grad_fn_name(fn));
         stack[(*sp)++] = i;
     } else {
         i = add_vertex(g, V_LEAF, key);
@@ -140,10 +140,10 @@ static void build(Graph *g, Tensor *root, nn_TensorList names) {
     add_edge(g, vertex_of(g, root, root->grad_fn, names, stack, &sp), out);
     while (sp > 0) {
         int i = stack[--sp];
-        const Node *n = g->v[i].key;
-        for (int k = 0; k < n->n_inputs; k++) {
-            if (!n->needs[k]) continue;
-            add_edge(g, vertex_of(g, n->inputs[k], n->next[k], names, stack, &sp), i);
+        const struct Node *n = g->v[i].key;
+        for (int k = 0; k < ac_grad_fn_inputs(n); k++) {
+            if (!ac_grad_fn_needs(n, k)) continue;
+            add_edge(g, vertex_of(g, ac_grad_fn_input(n, k), ac_grad_fn_next(n, k), names, stack, &sp), i);
         }
     }
 }

@@ -1,0 +1,46 @@
+/* attention.c's extension API: what code built on top of tensor/ (nn/,
+ * optim/, viz/, or a user's own modules) may use beyond tensor.h, without
+ * reaching into the library's private state (tensor/internal.h).
+ *
+ *   - threads: split a loop among the pool's threads, as ops do;
+ *   - the autograd graph, read only: a grad_fn's name and its edges
+ *     (PyTorch's grad_fn.name() and grad_fn.next_functions);
+ *   - checks a loader needs before it changes anything (an RNG state). */
+#ifndef ATTENTION_EXTEND_H
+#define ATTENTION_EXTEND_H
+
+#include "tensor.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- threads -------------------------------------------------------------------
+ * fn(ctx, begin, end, chunk) over [0, n) in chunks of at least `grain`
+ * elements; chunk < ac_parallel_chunks(n, grain) indexes per-chunk scratch.
+ * The split depends on the thread count, so each element must be computed
+ * the same way whatever chunk it falls in (never split one sum). */
+typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
+void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
+int ac_parallel_chunks(int64_t n, int64_t grain);
+#define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
+
+/* ---- the autograd graph, read only ---------------------------------------------
+ * fn = t->grad_fn. Input k of fn is the tensor it was given; ac_grad_fn_next
+ * is the grad_fn that input had when fn was made (NULL: a leaf, or no
+ * gradient flows there: see ac_grad_fn_needs). */
+const char *ac_grad_fn_name(const struct Node *fn);
+int ac_grad_fn_inputs(const struct Node *fn);
+Tensor *ac_grad_fn_input(const struct Node *fn, int k);
+struct Node *ac_grad_fn_next(const struct Node *fn, int k);
+bool ac_grad_fn_needs(const struct Node *fn, int k);
+
+/* ---- checks -------------------------------------------------------------------- */
+/* Is t a state torch_set_rng_state accepts? If not, why, in err. */
+bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
