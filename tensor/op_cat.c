@@ -31,7 +31,7 @@ static void cat_backward(Node *n, Tensor *g) {
 
 static Tensor *join(int n, Tensor **ts, int64_t dim, bool stack) {
     const char *op = stack ? "stack" : "cat";
-    if (n <= 0) ac_error("%s: expected a non-empty list of Tensors", op);
+    if (n <= 0) ac_error(stack ? "stack: stack expects a non-empty TensorList" : "cat: torch.cat(): expected a non-empty list of Tensors");
     for (int k = 0; k < n; k++) ac_check_float(ts[k], op);
     const Tensor *t0 = ts[0];
     int nd = t0->ndim + (stack ? 1 : 0);
@@ -117,15 +117,19 @@ Tensor *torch_repeat(Tensor *a, int n, const int64_t *sizes) {
         ac_error("repeat: Number of dimensions of repeat dims can not be smaller than number of dimensions of tensor");
     if (n > AC_MAX_DIMS) ac_error("repeat: at most %d dimensions, got %d", AC_MAX_DIMS, n);
     int64_t shape[AC_MAX_DIMS];
+    bool negative = false;
     for (int d = 0; d < n; d++) {
-        if (sizes[d] < 0)
-            ac_error("repeat: Trying to create tensor with negative dimension %lld: %s", (long long)sizes[d],
-                     ac_dims_str(n, sizes));
         int ad = d - (n - a->ndim);
-        shape[d] = sizes[d] * (ad >= 0 ? a->shape[ad] : 1);
-        if (ad >= 0 && a->shape[ad] && shape[d] / a->shape[ad] != sizes[d])
+        int64_t in = ad >= 0 ? a->shape[ad] : 1;
+        if (in && (sizes[d] > INT64_MAX / in || sizes[d] < INT64_MIN / in))
             ac_error("repeat: numel: integer multiplication overflow");
+        shape[d] = sizes[d] * in; /* PyTorch checks the result's sizes */
+        negative = negative || shape[d] < 0 || sizes[d] < 0;
     }
+    for (int d = 0; d < n && negative; d++)
+        if (shape[d] < 0 || sizes[d] < 0)
+            ac_error("repeat: Trying to create tensor with negative dimension %lld: %s", (long long)shape[d],
+                     ac_dims_str(n, shape));
     Tensor *out = ac_new(AC_FLOAT32, n, shape);
     const float *x = ac_cdata(a);
     float *o = out->data;

@@ -317,6 +317,6 @@ Tensor *torch_silu(Tensor *a) { return unary(SILU, a, 0); }
 Tensor *torch_softplus(Tensor *a, double beta, double threshold) { return unary2(SOFTPLUS, a, beta, threshold); }
 Tensor *torch_abs(Tensor *a) { return unary(ABS, a, 0); }
 Tensor *torch_clamp(Tensor *a, double min, double max) {
-    if (isnan(min) && isnan(max)) ac_error("clamp: At least one of 'min' or 'max' must not be None");
+    if (isnan(min) && isnan(max)) ac_error("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
     return unary2(CLAMP, a, min, max);
 }

@@ -17,9 +17,9 @@ static Tensor *checked_indices(Tensor *idx, int64_t limit, bool wrap_negative, c
         if (wrap_negative && p[i] < 0 && p[i] >= -limit) p[i] += limit;
         if (p[i] < 0 || p[i] >= limit) {
             if (wrap_negative)
-                ac_error("%s: index %lld is out of bounds for dimension 0 with size %lld", op, (long long)p[i],
+                ac_raise(AC_INDEX_ERROR, "%s: index %lld is out of bounds for dimension 0 with size %lld", op, (long long)p[i],
                          (long long)limit);
-            ac_error("%s: index out of range in self (index %lld, valid range [0, %lld))", op, (long long)p[i],
+            ac_raise(AC_INDEX_ERROR, "%s: index out of range in self (index %lld, valid range [0, %lld))", op, (long long)p[i],
                      (long long)limit);
         }
     }
@@ -71,7 +71,7 @@ static void scatter_add_backward(Node *n, Tensor *g) {
 Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
     ac_check_float(a, "index_select");
     int64_t d = ac_wrap_dim(dim, a->ndim, "index_select");
-    if (index && index->ndim > 1) ac_error("index_select: Index is supposed to be a vector (got %dD)", index->ndim);
+    if (index && index->ndim > 1) ac_raise(AC_INDEX_ERROR, "index_select: index_select(): Index is supposed to be a vector (got %dD)", index->ndim);
     int64_t size = a->ndim ? a->shape[d] : 1;
     if (a->ndim == 0 && index && torch_numel(index) != 1) /* a scalar's result holds one element */
         ac_error("index_select: index_select(): Index to scalar can have only 1 value, got %lld value(s)",
@@ -112,7 +112,7 @@ Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
  * indices count from the end); the result has shape idx.shape + a.shape[1:]. */
 Tensor *torch_index(Tensor *a, Tensor *index) {
     ac_check_float(a, "index");
-    if (a->ndim == 0) ac_error("index: invalid index of a 0-dim tensor");
+    if (a->ndim == 0) ac_raise(AC_INDEX_ERROR, "index: too many indices for tensor of dimension 0");
     Tensor *idx = checked_indices(index, a->shape[0], true, "index");
     if (idx->ndim + a->ndim - 1 > AC_MAX_DIMS) ac_error("index: the result would have too many dimensions");
     int64_t inner = 1, shape[AC_MAX_DIMS];

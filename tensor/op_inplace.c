@@ -255,6 +255,12 @@ Tensor *torch_index_put_(Tensor *t, Tensor *index, Tensor *values, bool accumula
     for (int d = 0; d < idx->ndim; d++) like.shape[d] = idx->shape[d];
     for (int d = 1; d < t->ndim; d++) like.shape[idx->ndim + d - 1] = t->shape[d];
     int64_t vst[AC_MAX_DIMS];
+    bool fits = values->ndim <= like.ndim;
+    for (int d = 1; fits && d <= values->ndim; d++)
+        fits = values->shape[values->ndim - d] == 1 || values->shape[values->ndim - d] == like.shape[like.ndim - d];
+    if (!fits)
+        ac_error("index_put_: shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
+                 ac_shape_str(values), ac_dims_str(like.ndim, like.shape));
     broadcast_to(values, &like, vst, "index_put_", "the values");
     Tensor *v = ac_materialize(ac_view_of(values, like.ndim, like.shape, vst, values->offset)); /* may overlap t */
     int64_t inner = cnt ? torch_numel(v) / cnt : 0;

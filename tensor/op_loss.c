@@ -17,13 +17,13 @@ static Tensor *checked_target(Tensor *x, Tensor *target, int64_t ignore_index, c
     if (target->dtype != AC_INT64)
         ac_error("%s: expected scalar type Long but found %s for the target", op, ac_dtype_name(target->dtype));
     if (target->ndim != 1 || target->shape[0] != x->shape[0])
-        ac_error("%s: Expected input batch_size (%lld) to match target batch_size (%lld).", op,
+        ac_raise(AC_VALUE_ERROR, "%s: Expected input batch_size (%lld) to match target batch_size (%lld).", op,
                  (long long)x->shape[0], (long long)(target->ndim ? target->shape[0] : 0));
     Tensor *tgt = ac_materialize(target);
     const int64_t *t = tgt->data;
     for (int64_t r = 0; r < x->shape[0]; r++)
         if (t[r] != ignore_index && (t[r] < 0 || t[r] >= x->shape[1]))
-            ac_error("%s: Target %lld is out of bounds (classes: %lld).", op, (long long)t[r], (long long)x->shape[1]);
+            ac_raise(AC_INDEX_ERROR, "%s: Target %lld is out of bounds. (%lld classes)", op, (long long)t[r], (long long)x->shape[1]);
     return tgt;
 }
 

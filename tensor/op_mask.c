@@ -22,7 +22,8 @@ typedef struct {
 static Masked *mask_view(Tensor *a, Tensor *mask) {
     Masked *v = ac_arena_alloc(sizeof *v);
     memset(v, 0, sizeof *v);
-    bool ok = ac_broadcast_shape(a, mask, &v->nd, v->shape) && v->nd == a->ndim;
+    ac_broadcast_check("masked_fill", mask, a, &v->nd, v->shape); /* the mask is expanded to a's shape */
+    bool ok = v->nd == a->ndim;
     for (int d = 0; ok && d < v->nd; d++) ok = v->shape[d] == a->shape[d];
     if (!ok)
         ac_error("masked_fill: The size of tensor a (%s) must match the size of tensor b (the mask, "
@@ -102,7 +103,7 @@ static bool *triangle(const Tensor *a, int64_t diagonal, bool lower) {
 static Tensor *tri(Tensor *a, int64_t diagonal, bool lower) {
     const char *op = lower ? "tril" : "triu";
     ac_check_float(a, op);
-    if (a->ndim < 2) ac_error("%s: input tensor must have at least 2 dimensions (got %d)", op, a->ndim);
+    if (a->ndim < 2) ac_wrap_dim(-2, a->ndim, op); /* PyTorch's error: the dim -2 it reads does not exist */
     bool *replace = triangle(a, diagonal, lower);
     Tensor *out = keep_where(a, replace, 0.0f);
     Node *n = AC_NODE(lower ? "TrilBackward0" : "TriuBackward0", mask_backward, out, a);

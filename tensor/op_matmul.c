@@ -61,7 +61,7 @@ static Plan make_plan(const Tensor *a, const Tensor *b) {
     p.m = shb[nb - 1];
     if (shb[nb - 2] != p.k) {
         if (a->ndim == 2 && b->ndim == 1)
-            ac_error("matmul: size mismatch, got input (%lld), mat (%lldx%lld), vec (%lld)", (long long)p.n,
+            ac_error("matmul: size mismatch, got %lld, %lldx%lld,%lld", (long long)p.n,
                      (long long)p.n, (long long)p.k, (long long)b->shape[0]);
         /* PyTorch's wording, with the matrices as they meet in the product (a folded to 2-D
          * when it is batched and b is not: its rows are all its dims but the last) */

@@ -89,7 +89,7 @@ Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w
 
 Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *generator) {
     ac_check_float(x, "dropout");
-    if (!(p >= 0.0 && p <= 1.0)) ac_error("dropout: dropout probability has to be between 0 and 1, but got %g", p);
+    if (!(p >= 0.0 && p <= 1.0)) ac_raise(AC_VALUE_ERROR, "dropout: dropout probability has to be between 0 and 1, but got %g", p);
     if (!training || p == 0.0) return x;
     /* 1.13 CPU: noise = bernoulli_(1 - p) / (1 - p); out = x * noise */
     Tensor *noise = ac_new_like(x);
@@ -107,7 +107,7 @@ Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim) {
     ac_check_float(a, "argmax");
     int64_t d = ac_wrap_dim(dim, a->ndim, "argmax");
     int64_t outer = 1, size = a->ndim ? a->shape[d] : 1, inner = 1, shape[AC_MAX_DIMS];
-    if (size == 0) ac_error("argmax: Expected reduction dim %lld to have non-zero size.", (long long)d);
+    if (size == 0) ac_raise(AC_INDEX_ERROR, "argmax: argmax(): Expected reduction dim %lld to have non-zero size.", (long long)d);
     int nd = 0;
     for (int i = 0; i < a->ndim; i++) {
         if (i < d) outer *= a->shape[i];

@@ -216,10 +216,10 @@ static void slice_backward(Node *n, Tensor *g) {
 
 Tensor *torch_select(Tensor *a, int64_t dim, int64_t index) {
     ac_check_defined(a, "select");
-    if (a->ndim == 0) ac_error("select: select() cannot be applied to a 0-dim tensor.");
+    if (a->ndim == 0) ac_raise(AC_INDEX_ERROR, "select: select() cannot be applied to a 0-dim tensor.");
     int64_t d = ac_wrap_dim(dim, a->ndim, "select"), size = a->shape[d];
     if (index < -size || index >= size)
-        ac_error("select: select(): index %lld out of range for tensor of size %s at dimension %lld",
+        ac_raise(AC_INDEX_ERROR, "select: select(): index %lld out of range for tensor of size %s at dimension %lld",
                  (long long)index, ac_shape_str(a), (long long)d);
     if (index < 0) index += size;
     int64_t shape[AC_MAX_DIMS], stride[AC_MAX_DIMS];
@@ -300,7 +300,7 @@ Tensor *torch_permute(Tensor *a, int n, const int64_t *dims) {
     bool seen[AC_MAX_DIMS] = {false};
     for (int d = 0; d < n; d++) {
         int64_t w = ac_wrap_dim(dims[d], a->ndim, "permute");
-        if (seen[w]) ac_error("permute: repeated dim in permute");
+        if (seen[w]) ac_error("permute: permute(): duplicate dims are not allowed.");
         seen[w] = true;
         perm[d] = (int)w;
     }

@@ -163,7 +163,7 @@ static void check_inplace_float(Tensor *t, const char *op) {
 Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *generator) {
     check_inplace_float(t, "uniform_");
     if (!(from <= to))
-        ac_error("uniform_: expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+        ac_error("uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
     torch_Generator *g = gen(generator);
     float lo = (float)from, hi = (float)to, range = hi - lo;
     /* DEFAULT kernel: two roundings, (u * range) then + from. */
@@ -174,7 +174,7 @@ Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *g
 
 Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *generator) {
     check_inplace_float(t, "normal_");
-    if (!(std >= 0.0)) ac_error("normal_: expects std >= 0.0, but found std %g", std);
+    if (!(std >= 0.0)) ac_error("normal_: normal expects std >= 0.0, but found std %g", std);
     torch_Generator *g = gen(generator);
     int64_t n = torch_numel(t);
     if (n >= 16 && torch_is_contiguous(t)) {
@@ -195,7 +195,7 @@ Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *g
 
 Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
     check_inplace_float(t, "bernoulli_");
-    if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: expects p to be in [0, 1], but got p=%g", p);
+    if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
     torch_Generator *g = gen(generator);
     FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
     gen_done();
@@ -241,7 +241,7 @@ Tensor *torch_randint_gen(int64_t low, int64_t high, int ndim, const int64_t *sh
 }
 
 Tensor *torch_randperm_gen(int64_t n, torch_Generator *generator) {
-    if (n < 0) ac_error("randperm: n must be non-negative, got %lld", (long long)n);
+    if (n < 0) ac_error("randperm: Trying to create tensor with negative dimension %lld: [%lld]", (long long)n, (long long)n);
     Tensor *t = torch_arange(n);
     int64_t *r = t->data;
     torch_Generator *g = gen(generator);
@@ -259,7 +259,7 @@ Tensor *torch_randperm_gen(int64_t n, torch_Generator *generator) {
 Tensor *torch_multinomial_gen(Tensor *probs, int64_t k, bool replacement, torch_Generator *generator) {
     ac_check_float(probs, "multinomial");
     if (probs->ndim < 1 || probs->ndim > 2)
-        ac_error("multinomial: prob_dist must be 1 or 2 dim, got %d", probs->ndim);
+        ac_error("multinomial: prob_dist must be 1 or 2 dim (got %d)", probs->ndim);
     int64_t rows = probs->ndim == 2 ? probs->shape[0] : 1, ncat = probs->shape[probs->ndim - 1];
     if (k <= 0) ac_error("multinomial: cannot sample n_sample <= 0 samples (got %lld)", (long long)k);
     if (!replacement && k > ncat)

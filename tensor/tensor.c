@@ -35,7 +35,7 @@ static void check_shape(int ndim, const int64_t *shape, const char *op) {
     for (int i = 0; i < ndim; i++)
         if (shape[i] < 0)
             ac_error("%s: Trying to create tensor with negative dimension %lld: %s", op,
-                     (long long)shape[i], "every size must be >= 0");
+                     (long long)shape[i], ac_dims_str(ndim, shape));
 }
 
 /* A new tensor's header (its storage's owner: version counter of its own). */
@@ -95,7 +95,7 @@ int64_t torch_numel(const Tensor *t) { return ac_shape_numel(t->ndim, t->shape);
 int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op) {
     int64_t n = ndim > 0 ? ndim : 1; /* a 0-d tensor accepts dims -1 and 0 */
     if (dim < -n || dim >= n)
-        ac_error("%s: Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
+        ac_raise(AC_INDEX_ERROR, "%s: Dimension out of range (expected to be in range of [%lld, %lld], but got %lld)",
                  op, (long long)-n, (long long)n - 1, (long long)dim);
     return dim < 0 ? dim + n : dim;
 }
@@ -241,7 +241,7 @@ void ac_store_element(Tensor *t, int64_t off, double v) {
 double torch_item(Tensor *t) {
     ac_check_defined(t, "item");
     if (torch_numel(t) != 1)
-        ac_error("item: a Tensor with %lld elements cannot be converted to Scalar",
+        ac_raise(AC_VALUE_ERROR, "item: only one element tensors can be converted to Python scalars (this one has %lld)",
                  (long long)torch_numel(t));
     return ac_element_at(t, t->offset);
 }
@@ -298,10 +298,12 @@ Tensor *torch_scalar_tensor(double value) {
 }
 
 Tensor *torch_empty(int ndim, const int64_t *shape, ac_dtype dtype) {
+    check_shape(ndim, shape, "empty");
     return ac_new_zeros(dtype, ndim, shape);
 }
 
-Tensor *torch_full_dtype(int ndim, const int64_t *shape, double value, ac_dtype dtype) {
+static Tensor *filled(const char *op, int ndim, const int64_t *shape, double value, ac_dtype dtype) {
+    check_shape(ndim, shape, op);
     Tensor *t = ac_new(dtype, ndim, shape);
     int64_t n = torch_numel(t);
     if (dtype == AC_FLOAT32) {
@@ -313,11 +315,14 @@ Tensor *torch_full_dtype(int ndim, const int64_t *shape, double value, ac_dtype 
     return t;
 }
 
-Tensor *torch_full(int ndim, const int64_t *shape, double value) { return torch_full_dtype(ndim, shape, value, AC_FLOAT32); }
-Tensor *torch_zeros(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 0.0); }
-Tensor *torch_ones(int ndim, const int64_t *shape) { return torch_full(ndim, shape, 1.0); }
-Tensor *torch_zeros_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return torch_full_dtype(ndim, shape, 0, dtype); }
-Tensor *torch_ones_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return torch_full_dtype(ndim, shape, 1, dtype); }
+Tensor *torch_full_dtype(int ndim, const int64_t *shape, double value, ac_dtype dtype) {
+    return filled("full", ndim, shape, value, dtype);
+}
+Tensor *torch_full(int ndim, const int64_t *shape, double value) { return filled("full", ndim, shape, value, AC_FLOAT32); }
+Tensor *torch_zeros(int ndim, const int64_t *shape) { return filled("zeros", ndim, shape, 0, AC_FLOAT32); }
+Tensor *torch_ones(int ndim, const int64_t *shape) { return filled("ones", ndim, shape, 1, AC_FLOAT32); }
+Tensor *torch_zeros_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return filled("zeros", ndim, shape, 0, dtype); }
+Tensor *torch_ones_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return filled("ones", ndim, shape, 1, dtype); }
 Tensor *torch_zeros_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 0, t->dtype); }
 Tensor *torch_ones_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 1, t->dtype); }
 Tensor *torch_full_like(const Tensor *t, double value) { return torch_full_dtype(t->ndim, t->shape, value, t->dtype); }

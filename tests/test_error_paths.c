@@ -10,7 +10,7 @@
 
 START_TEST(test_tensor_errors) {
     int64_t nine[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1};
-    EXPECT_ERROR("tensor: tensors have at most 8 dimensions, got 9", torch_zeros(9, nine));
+    EXPECT_ERROR("zeros: tensors have at most 8 dimensions, got 9", torch_zeros(9, nine));
     EXPECT_ERROR("Trying to create tensor with negative dimension -2", torch_ones(SHAPE(3, -2)));
     Tensor *t = torch_transpose(torch_rand(SHAPE(2, 3)), 0, 1);
     EXPECT_ERROR("contiguous", torch_data_float(t));
@@ -406,7 +406,7 @@ START_TEST(test_op_and_rng_errors) {
                  torch_layer_norm(m, SHAPE(3), NULL, torch_rand(SHAPE(2)), 1e-5));
     EXPECT_ERROR("dropout: dropout probability has to be between 0 and 1, but got -0.5", torch_dropout(m, -0.5, true));
     ck_assert_str_eq(torch_repr(torch_dropout(torch_ones(SHAPE(2)), 1.0, true)), "tensor([0., 0.])");
-    EXPECT_ERROR("argmax: Expected reduction dim 1 to have non-zero size.", torch_argmax(torch_zeros(SHAPE(2, 0)), 1, false));
+    EXPECT_ERROR("argmax: argmax(): Expected reduction dim 1 to have non-zero size.", torch_argmax(torch_zeros(SHAPE(2, 0)), 1, false));
     ck_assert_str_eq(torch_repr(torch_argmax(torch_tensor((const float[]){1, 3, 2, 0}, SHAPE(2, 2)), 0, true)),
                      "tensor([[1, 0]])");
     ck_assert_str_eq(torch_repr(torch_relu(torch_tensor((const float[]){NAN, -1, 2}, SHAPE(3)))), "tensor([nan, 0., 2.])");
@@ -418,14 +418,14 @@ START_TEST(test_op_and_rng_errors) {
     ck_assert(a->grad != NULL && b->grad == NULL);
     ck_assert_int_eq(torch_numel(torch_add(torch_zeros(SHAPE(0)), torch_zeros(SHAPE(1)))), 0);
     /* the generator's argument checks */
-    EXPECT_ERROR("uniform_", torch_uniform_(torch_empty(SHAPE(2), AC_FLOAT32), 1, 0));
-    EXPECT_ERROR("normal_: expects std >= 0.0, but found std -1", torch_normal_(torch_empty(SHAPE(2), AC_FLOAT32), 0, -1));
+    EXPECT_ERROR("uniform_: uniform_ expects", torch_uniform_(torch_empty(SHAPE(2), AC_FLOAT32), 1, 0));
+    EXPECT_ERROR("normal_: normal expects std >= 0.0, but found std -1", torch_normal_(torch_empty(SHAPE(2), AC_FLOAT32), 0, -1));
     EXPECT_ERROR("a leaf Variable that requires grad is being used in an in-place operation",
                  torch_normal_(torch_requires_grad_(torch_zeros(SHAPE(2)), true), 0, 1));
     ck_assert_int_eq(torch_numel(torch_normal_(torch_transpose(torch_zeros(SHAPE(4, 5)), 0, 1), 0, 1)), 20);
-    EXPECT_ERROR("bernoulli_: expects p to be in [0, 1], but got p=2", torch_bernoulli_(torch_zeros(SHAPE(2)), 2));
+    EXPECT_ERROR("bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=2", torch_bernoulli_(torch_zeros(SHAPE(2)), 2));
     EXPECT_ERROR("exponential_: expects lambda > 0.0, but found lambda=0", torch_exponential_(torch_zeros(SHAPE(2)), 0));
-    EXPECT_ERROR("randperm: n must be non-negative, got -1", torch_randperm(-1));
+    EXPECT_ERROR("randperm: Trying to create tensor with negative dimension -1: [-1]", torch_randperm(-1));
     EXPECT_ERROR("multinomial", torch_multinomial(torch_rand(SHAPE(1, 2, 3)), 1, false));
     EXPECT_ERROR("multinomial: cannot sample n_sample <= 0 samples (got 0)", torch_multinomial(v, 0, false));
     EXPECT_ERROR("multinomial", torch_multinomial(v, 4, false));

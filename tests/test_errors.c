@@ -13,7 +13,7 @@ START_TEST(test_shape_errors) {
                  torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2, 4))));
     EXPECT_ERROR("mat1 and mat2 shapes cannot be multiplied (1x3 and 2x4)",
                  torch_matmul(torch_ones(SHAPE(3)), torch_ones(SHAPE(2, 4))));
-    EXPECT_ERROR("size mismatch, got input (6), mat (6x3), vec (2)", torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2))));
+    EXPECT_ERROR("size mismatch, got 6, 6x3,2", torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2))));
     EXPECT_ERROR("mat1 and mat2 shapes cannot be multiplied (10x3 and 4x2)",
                  torch_matmul(torch_ones(SHAPE(2, 5, 3)), torch_ones(SHAPE(4, 2))));
     EXPECT_ERROR("both arguments to matmul need to be at least 1D, but they are 0D and 2D",
@@ -34,13 +34,13 @@ START_TEST(test_shape_errors) {
     Tensor *t8 = torch_ones(SHAPE(1, 1, 1, 1, 1, 1, 1, 2));
     EXPECT_ERROR("stack: the result would have 9 dimensions; attention.c has at most 8", torch_stack(TENSORS(t8, t8), 0));
     EXPECT_ERROR("unsqueeze: tensors have at most 8 dimensions", torch_unsqueeze(t8, 0));
-    EXPECT_ERROR("tensor: tensors have at most 8 dimensions, got 9", torch_zeros(SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1)));
-    EXPECT_ERROR("tril: input tensor must have at least 2 dimensions", torch_tril(torch_ones(SHAPE(3)), 0));
+    EXPECT_ERROR("zeros: tensors have at most 8 dimensions, got 9", torch_zeros(SHAPE(1, 1, 1, 1, 1, 1, 1, 1, 1)));
+    EXPECT_ERROR("tril: Dimension out of range (expected to be in range of [-1, 0], but got -2)", torch_tril(torch_ones(SHAPE(3)), 0));
     EXPECT_ERROR("linear: mat1 and mat2 shapes cannot be multiplied (4x3 and 5x2)",
                  torch_linear(torch_ones(SHAPE(4, 3)), torch_ones(SHAPE(2, 5)), NULL));
     EXPECT_ERROR("layer_norm: Given normalized_shape=[4], expected input with shape [*, 4]",
                  torch_layer_norm(torch_ones(SHAPE(2, 3)), SHAPE(4), NULL, NULL, 1e-5));
-    EXPECT_ERROR("masked_fill: The size of tensor a ([2, 3])", torch_masked_fill(torch_ones(SHAPE(2, 3)),
+    EXPECT_ERROR("masked_fill: The size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0", torch_masked_fill(torch_ones(SHAPE(2, 3)),
                  torch_to_bool(torch_ones(SHAPE(3, 3))), 0.0));
 }
 END_TEST
@@ -68,7 +68,7 @@ START_TEST(test_dim_and_index_errors) {
     EXPECT_ERROR("Expected input batch_size (2) to match target batch_size (3)",
                  torch_cross_entropy(torch_ones(SHAPE(2, 5)), torch_tensor_long((const int64_t[]){1, 1, 1}, SHAPE(3)), -100));
     EXPECT_ERROR("get: index 2 is out of bounds for dimension 0 with size 2", torch_get(torch_ones(SHAPE(2)), SHAPE(2)));
-    EXPECT_ERROR("item: a Tensor with 2 elements cannot be converted to Scalar", torch_item(torch_ones(SHAPE(2))));
+    EXPECT_ERROR("item: only one element tensors can be converted to Python scalars", torch_item(torch_ones(SHAPE(2))));
     EXPECT_ERROR("randint: random_ expects 'from' to be less than 'to', but got from=3 >= to=3", torch_randint(3, 3, SHAPE(2)));
     EXPECT_ERROR("multinomial: probability tensor contains either `inf`, `nan` or element < 0",
                  torch_multinomial(T(0.5f, -0.1f), 1, false));

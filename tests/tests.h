@@ -76,5 +76,6 @@ Suite *suite_threads(void);
 Suite *suite_kernels(void);
 Suite *suite_attention(void);
 Suite *suite_calls(void);
+Suite *suite_error_table(void);
 
 #endif
