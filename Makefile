@@ -28,7 +28,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/toy_lm.h nn/safetensors.h optim/optim.h viz/viz.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h optim/optim.h viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage

@@ -168,8 +168,8 @@ static void article(void) {
     nn_free(&sa1->module);
     nn_free(&mha->module);
     nn_free(&crossattn->module);
-    torch_free(W_query), torch_free(W_key), torch_free(W_value);
-    torch_free(W_query2), torch_free(W_key2), torch_free(W_value2);
+    ac_free(W_query), ac_free(W_key), ac_free(W_value);
+    ac_free(W_query2), ac_free(W_key2), ac_free(W_value2);
 }
 
 

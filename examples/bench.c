@@ -84,7 +84,7 @@ static void article_step(void *p) {
 static void article(void) {
     torch_manual_seed(123);
     nn_Embedding *e = nn_Embedding_new(50000, 3);
-    Tensor *x = torch_persist(torch_detach(nn_Embedding_forward(e, torch_tensor_long((const int64_t[]){0, 4, 5, 2, 1, 3}, SHAPE(6)))));
+    Tensor *x = ac_persist(torch_detach(nn_Embedding_forward(e, torch_tensor_long((const int64_t[]){0, 4, 5, 2, 1, 3}, SHAPE(6)))));
     nn_free(&e->module);
     torch_manual_seed(123);
     ArticleCtx c = {nn_SelfAttention_new(3, 2, 4), x};
@@ -93,7 +93,7 @@ static void article(void) {
     snprintf(f, sizeof f, "\"us_per_iter\": %.3f", s * 1e6);
     print_line("article", f);
     nn_free(&c.sa->module);
-    torch_free(x);
+    ac_free(x);
 }
 
 /* ---- train-tiny, train-base ------------------------------------------------------------------------- */
@@ -120,15 +120,15 @@ static void train(const char *name, int64_t V, int64_t T, int64_t B, int64_t d, 
     c.opt = optim_Adam(nn_named_parameters(&c.model->module), 1e-3, 0.9, 0.999, 1e-8, 0.0, false);
     ac_mark m = ac_arena_mark();
     Tensor *data = torch_randint(0, V, SHAPE(B, T + 1));               /* data = torch.randint(0, V, (B, T + 1)) */
-    c.idx = torch_persist(torch_slice(data, 1, 0, T));                 /* idx = data[:, :-1] */
-    c.tgt = torch_persist(torch_slice(data, 1, 1, T + 1));             /* tgt = data[:, 1:] */
+    c.idx = ac_persist(torch_slice(data, 1, 0, T));                 /* idx = data[:, :-1] */
+    c.tgt = ac_persist(torch_slice(data, 1, 1, T + 1));             /* tgt = data[:, 1:] */
     ac_arena_release(m);
     double s = T <= 128 ? timed(train_step, &c, 5, iters, 5) : timed(train_step, &c, 1, iters, 2);
     char f[96];
     snprintf(f, sizeof f, "\"ms_per_step\": %.3f, \"attention\": \"%s\"", s * 1e3, fused ? "fused" : "explicit");
     print_line(name, f);
-    torch_free(c.idx);
-    torch_free(c.tgt);
+    ac_free(c.idx);
+    ac_free(c.tgt);
     optim_free(c.opt);
     nn_free(&c.model->module);
     ac_shutdown(); /* the arena's blocks back, so that the next workload's peak RSS is its own */
@@ -152,15 +152,15 @@ static void matmul(void) {
     for (int64_t n = 128; n <= 2048; n *= 2) {
         torch_manual_seed(0);
         MatCtx c;
-        c.a = torch_requires_grad_(torch_persist(torch_rand(SHAPE(n, n))), true);
-        c.b = torch_requires_grad_(torch_persist(torch_rand(SHAPE(n, n))), true);
+        c.a = torch_requires_grad_(ac_persist(torch_rand(SHAPE(n, n))), true);
+        c.b = torch_requires_grad_(ac_persist(torch_rand(SHAPE(n, n))), true);
         double flops = 6.0 * (double)n * (double)n * (double)n;
         int iters = (int)(2e8 / flops);
         if (iters < 1) iters = 1;
         double s = timed(matmul_step, &c, 2, iters, 5);
         k += snprintf(f + k, sizeof f - (size_t)k, "%s\"gflops_%lld\": %.2f", k ? ", " : "", (long long)n, flops / s / 1e9);
-        torch_free(c.a);
-        torch_free(c.b);
+        ac_free(c.a);
+        ac_free(c.b);
     }
     print_line("matmul", f);
 }

@@ -275,7 +275,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
         Tensor *logits = nn_ToyLM_forward(model, idx);
         Tensor *last = torch_div_scalar(torch_select(torch_select(logits, 0, 0), 0, t - 1), temperature); /* logits[:, -1, :] / temperature */
         if (top_k > 0 && top_k < ct->vocab_size) {                         /* v, _ = torch.topk(logits, k); logits[logits < v[-1]] = -inf */
-            float *l = torch_data_float(last);
+            float *l = ac_data_float(last);
             float *sorted = ac_arena_alloc(sizeof(float) * (size_t)ct->vocab_size);
             memcpy(sorted, l, sizeof(float) * (size_t)ct->vocab_size);
             for (long a = 0; a < top_k; a++) /* partial selection sort: the k largest first */
@@ -285,7 +285,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
                 if (l[j] < sorted[top_k - 1]) l[j] = -INFINITY;
         }
         Tensor *probs = torch_softmax(last, -1);                          /* probs = F.softmax(logits, dim=-1) */
-        int64_t next = torch_data_long(torch_multinomial(probs, 1, false))[0]; /* torch.multinomial(probs, 1) */
+        int64_t next = ac_data_long(torch_multinomial(probs, 1, false))[0]; /* torch.multinomial(probs, 1) */
         ids[len++] = next;
         fwrite(buf, 1, (size_t)chartext_decode(ct, next, buf), stdout);
         ac_arena_release(m);
@@ -386,7 +386,7 @@ static bool save(const char *path) {
     char err[512];
     torch_Generator now = torch_default_generator;
     torch_default_generator = run.gen_step; /* the generator of the last whole step */
-    bool ok = toylm_save_checkpoint(path, run.model, run.opt, run.ct, run.step, err, sizeof err);
+    bool ok = nn_ToyLM_save_checkpoint(path, run.model, run.opt, run.ct, run.step, err, sizeof err);
     torch_default_generator = now;
     if (!ok) fprintf(stderr, "train: --save: %s\n", err);
     return ok;
@@ -482,7 +482,7 @@ int main(int argc, char **argv) {
     run.model = model, run.opt = opt;
     int64_t step0 = 0;
     int rc = 0;
-    if (a.load && !toylm_load_checkpoint(a.load, model, opt, &ct, &step0, err, sizeof err)) {
+    if (a.load && !nn_ToyLM_load_checkpoint(a.load, model, opt, &ct, &step0, err, sizeof err)) {
         fprintf(stderr, "train: --load %s: %s\n", a.load, err);
         rc = 1;
         goto done;
@@ -507,7 +507,7 @@ int main(int argc, char **argv) {
     for (long s = step + 1; s <= last_step && !interrupted; s++) {     /* for step in range(1, a.steps + 1): */
         ac_mark m = ac_arena_mark();
         Tensor *x, *y;
-        toylm_get_batch(&ct, a.batch, a.context, &x, &y);              /* ix = torch.randint(...); x, y = ... */
+        nn_ToyLM_get_batch(&ct, a.batch, a.context, &x, &y);              /* ix = torch.randint(...); x, y = ... */
         Tensor *logits = nn_ToyLM_forward(model, x);                   /* logits = model(x) */
         Tensor *loss = torch_cross_entropy(                            /* loss = F.cross_entropy( */
             torch_view(logits, SHAPE(-1, ct.vocab_size)), torch_view(y, SHAPE(-1)), -100); /* logits.view(-1, len(chars)), y.view(-1)) */

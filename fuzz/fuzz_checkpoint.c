@@ -1,4 +1,4 @@
-/* The trainer's checkpoint loading (toylm_load_checkpoint) against any bytes,
+/* The trainer's checkpoint loading (nn_ToyLM_load_checkpoint) against any bytes,
  * into a small model: it loads, or refuses and changes nothing. */
 #include <stdlib.h>
 
@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (setjmp(fuzz_jump) == 0) {
         char err[512];
         int64_t step = -1;
-        if (toylm_load_checkpoint(path, model, opt, &ct, &step, err, sizeof err)) {
+        if (nn_ToyLM_load_checkpoint(path, model, opt, &ct, &step, err, sizeof err)) {
             if (step < 0) abort();
         } else {
             /* refused: nothing changed */

@@ -36,7 +36,7 @@ static char *vocab_text(const CharText *ct) {
 
 static int64_t d_model(const nn_ToyLM *m) { return m->tok_emb->embedding_dim; }
 
-bool toylm_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
+bool nn_ToyLM_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
                            char *err, size_t errlen) {
     ac_mark m = ac_arena_mark();
     nn_TensorList sd = nn_state_dict(&model->module), os = optim_state_dict(opt);
@@ -80,7 +80,7 @@ static const char *require(const safetensors_File *f, const char *key, char *err
     return v;
 }
 
-bool toylm_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t *step,
+bool nn_ToyLM_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t *step,
                            char *err, size_t errlen) {
     ac_mark m = ac_arena_mark();
     safetensors_File f;

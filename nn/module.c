@@ -10,7 +10,7 @@ static void *grow(void *arr, int n, size_t elem) { return ac_realloc(arr, ac_siz
 
 Tensor *nn_Parameter(Tensor *data) {
     ac_check_defined(data, "Parameter");
-    Tensor *p = torch_persist(data);
+    Tensor *p = ac_persist(data);
     torch_requires_grad_(p, true);
     p->is_param = true;
     return p;
@@ -30,10 +30,10 @@ Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
     return p;
 }
 
-Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) { return nn_adopt_buffer(m, name, torch_persist(data)); }
+Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) { return nn_adopt_buffer(m, name, ac_persist(data)); }
 
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *b) {
-    if (!b || !b->persistent) ac_error("nn_adopt_buffer: %s must be a torch_persist tensor", name);
+    if (!b || !b->persistent) ac_error("nn_adopt_buffer: %s must be a ac_persist tensor", name);
     m->buffers = grow(m->buffers, m->n_buffers, sizeof *m->buffers);
     m->buffers[m->n_buffers++] = (nn_Named){ac_strdup(name), b};
     return b;
@@ -51,21 +51,12 @@ Tensor *nn_forward(nn_Module *m, Tensor *x) {
 }
 
 /* named_modules() order: the module itself, then each child depth-first. */
-typedef struct { int n, cap; const char **names; Tensor **tensors; } List;
+typedef struct { int n; size_t ncap, tcap; const char **names; Tensor **tensors; } List;
 
 static void add(List *l, const char *prefix, const char *name, Tensor *t) {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        const char **nn = ac_arena_alloc(sizeof(char *) * (size_t)cap);
-        Tensor **nt = ac_arena_alloc(sizeof(Tensor *) * (size_t)cap);
-        if (l->n) {
-            memcpy(nn, l->names, sizeof(char *) * (size_t)l->n);
-            memcpy(nt, l->tensors, sizeof(Tensor *) * (size_t)l->n);
-        }
-        l->names = nn;
-        l->tensors = nt;
-        l->cap = cap;
-    }
+    size_t n = (size_t)l->n;
+    l->names = ac_arena_grow(l->names, n, &l->ncap, n + 1, sizeof(char *));
+    l->tensors = ac_arena_grow(l->tensors, n, &l->tcap, n + 1, sizeof(Tensor *));
     size_t len = strlen(prefix) + strlen(name) + 1;
     char *full = ac_arena_alloc(len);
     snprintf(full, len, "%s%s", prefix, name);
@@ -120,11 +111,11 @@ void nn_eval(nn_Module *m) { nn_train(m, false); }
 void nn_free(nn_Module *m) {
     if (!m) return;
     for (int i = 0; i < m->n_params; i++) {
-        torch_free(m->params[i].t);
+        ac_free(m->params[i].t);
         free(m->params[i].name);
     }
     for (int i = 0; i < m->n_buffers; i++) {
-        torch_free(m->buffers[i].t);
+        ac_free(m->buffers[i].t);
         free(m->buffers[i].name);
     }
     for (int i = 0; i < m->n_children; i++) {

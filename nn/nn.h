@@ -12,7 +12,7 @@
  * Every module struct starts with an nn_Module, which holds its parameters,
  * buffers and submodules by name in registration order. Constructors create
  * parameters in the order the PyTorch __init__ does, so the same seed gives the
- * same weights. Parameters and buffers are long-lived (torch_persist); what a
+ * same weights. Parameters and buffers are long-lived (ac_persist); what a
  * forward makes lives in the arena.
  */
 #ifndef ATTENTION_NN_H
@@ -46,7 +46,7 @@ Tensor *nn_Parameter(Tensor *data);          /* long-lived leaf that requires gr
 void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward);
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data); /* takes nn_Parameter(data) */
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
-Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a torch_persist tensor, no copy */
+Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a ac_persist tensor, no copy */
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
 Tensor *nn_forward(nn_Module *m, Tensor *x);
 nn_TensorList nn_named_parameters(nn_Module *m);  /* "attn.W_query.weight", registration order */

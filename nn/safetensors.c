@@ -262,16 +262,6 @@ typedef struct {
     uint64_t begin, end;
 } Entry;
 
-/* Growable arena arrays (the old copy stays in the arena until the release). */
-static void *grow_arena(void *old, int n, int *cap, size_t elem) {
-    if (n < *cap) return old;
-    int nc = *cap ? *cap * 2 : 16;
-    void *p = ac_arena_alloc(elem * (size_t)nc);
-    if (old) memcpy(p, old, elem * (size_t)n);
-    *cap = nc;
-    return p;
-}
-
 /* {"dtype": "F32", "shape": [..], "data_offsets": [b, e]}: each key once, all three. */
 static bool parse_entry(Cur *c, Entry *en, char *err, size_t errlen) {
     const char *name = en->name;
@@ -343,7 +333,8 @@ static int cmp_range(const void *a, const void *b) {
 
 /* The header's JSON object: metadata and entries, every key once. */
 static bool parse_header(Cur *c, safetensors_File *out, Entry **entries, int *n_entries, char *err, size_t errlen) {
-    int cap = 0, n = 0, mcap = 0;
+    int n = 0;
+    size_t cap = 0, kcap = 0, vcap = 0;
     Entry *es = NULL;
     bool have_meta = false;
     if (!lit(c, '{')) { snprintf(err, errlen, "corrupt header (expected a JSON object)"); return false; }
@@ -367,9 +358,9 @@ static bool parse_header(Cur *c, safetensors_File *out, Entry **entries, int *n_
                             snprintf(err, errlen, "__metadata__ has the key \"%s\" twice", k);
                             return false;
                         }
-                    int kc = mcap;
-                    out->meta_keys = grow_arena(out->meta_keys, out->n_meta, &kc, sizeof(char *));
-                    out->meta_values = grow_arena(out->meta_values, out->n_meta, &mcap, sizeof(char *));
+                    size_t nm = (size_t)out->n_meta;
+                    out->meta_keys = ac_arena_grow(out->meta_keys, nm, &kcap, nm + 1, sizeof(char *));
+                    out->meta_values = ac_arena_grow(out->meta_values, nm, &vcap, nm + 1, sizeof(char *));
                     out->meta_keys[out->n_meta] = k;
                     out->meta_values[out->n_meta++] = v;
                 } while (lit(c, ','));
@@ -378,7 +369,7 @@ static bool parse_header(Cur *c, safetensors_File *out, Entry **entries, int *n_
             }
             for (int k = 0; k < n; k++)
                 if (strcmp(es[k].name, name) == 0) { snprintf(err, errlen, "tensor \"%s\" appears twice", name); return false; }
-            es = grow_arena(es, n, &cap, sizeof(Entry));
+            es = ac_arena_grow(es, (size_t)n, &cap, (size_t)n + 1, sizeof(Entry));
             memset(&es[n], 0, sizeof es[n]);
             es[n].name = name;
             if (!parse_entry(c, &es[n], err, errlen)) return false;
@@ -425,12 +416,10 @@ static bool check_ranges(Entry *es, int n, uint64_t data_len, char *err, size_t 
     return true;
 }
 
-bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
-    memset(out, 0, sizeof *out);
-    char why[400];
-    FILE *f = fopen(path, "rb");
-    char *hdr = NULL;
-    if (!f) { snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)); return false; }
+/* Step 1: the 8-byte length, then the header's bytes (checked as UTF-8);
+ * *data_len: the bytes after it. The header is malloc'd into *hdr. */
+static bool read_header(FILE *f, const char *path, char **hdr, uint64_t *hlen_out, uint64_t *data_len, char *err,
+                        size_t errlen) {
     uint8_t len8[8];
     if (fread(len8, 1, 8, f) != 8) FAIL("%s: not a safetensors file (shorter than its 8-byte header length)", path);
     uint64_t hlen = 0;
@@ -440,28 +429,32 @@ bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t
     if (fsize < 0) FAIL("%s: cannot tell its size", path);
     if (hlen < 2 || hlen > (uint64_t)fsize - 8 || hlen > (100u << 20))
         FAIL("%s: corrupt safetensors header length %llu for a file of %ld bytes", path, (unsigned long long)hlen, fsize);
-    if (!(hdr = ac_try_malloc((size_t)hlen)))
+    if (!(*hdr = ac_try_malloc((size_t)hlen)))
         FAIL("%s: not enough memory: you tried to allocate %llu bytes", path, (unsigned long long)hlen);
-    if (fseek(f, 8, SEEK_SET) != 0 || fread(hdr, 1, (size_t)hlen, f) != hlen) FAIL("%s: truncated header", path);
+    if (fseek(f, 8, SEEK_SET) != 0 || fread(*hdr, 1, (size_t)hlen, f) != hlen) FAIL("%s: truncated header", path);
     for (size_t i = 0; i < hlen;) { /* the header is UTF-8 text */
         uint32_t cp;
-        int k = chartext_utf8_next(hdr + i, (size_t)hlen - i, &cp);
+        int k = chartext_utf8_next(*hdr + i, (size_t)hlen - i, &cp);
         if (k == 0) FAIL("%s: corrupt header (invalid UTF-8 at byte %zu)", path, i);
         i += (size_t)k;
     }
-    uint64_t data_len = (uint64_t)fsize - 8 - hlen;
-    Cur c = {hdr, hdr + hlen};
-    Entry *es;
-    int n;
-    if (!parse_header(&c, out, &es, &n, why, sizeof why)) FAIL("%s: %s", path, why);
-    if (!check_ranges(es, n, data_len, why, sizeof why)) FAIL("%s: %s", path, why);
+    *hlen_out = hlen;
+    *data_len = (uint64_t)fsize - 8 - hlen;
+    return true;
+fail:
+    return false;
+}
+
+/* Step 3: each entry's bytes into a new tensor (BOOLs must be 0 or 1). */
+static bool read_tensors(FILE *f, const char *path, uint64_t data_at, Entry *es, int n, nn_TensorList *out,
+                         char *err, size_t errlen) {
     const char **names = ac_arena_alloc(sizeof(char *) * (size_t)(n ? n : 1));
     Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n ? n : 1));
     for (int i = 0; i < n; i++) {
         Entry *e = &es[i];
         Tensor *t = torch_empty(e->nd, e->shape, e->dtype); /* at most the file's size: the ranges fit in it */
         size_t bytes = (size_t)(e->end - e->begin);
-        if (fseek(f, (long)(8 + hlen + e->begin), SEEK_SET) != 0 || fread(t->data, 1, bytes, f) != bytes)
+        if (fseek(f, (long)(data_at + e->begin), SEEK_SET) != 0 || fread(t->data, 1, bytes, f) != bytes)
             FAIL("%s: truncated data for \"%s\"", path, e->name);
         if (e->dtype == AC_BOOL)
             for (size_t k = 0; k < bytes; k++)
@@ -469,11 +462,32 @@ bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t
         names[i] = e->name;
         ts[i] = t;
     }
-    free(hdr);
-    fclose(f);
-    out->tensors = (nn_TensorList){n, names, ts};
+    *out = (nn_TensorList){n, names, ts};
     return true;
 fail:
+    return false;
+}
+
+/* Read the header, parse it (step 2: parse_header, check_ranges), read the tensors. */
+bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
+    memset(out, 0, sizeof *out);
+    char why[400];
+    FILE *f = fopen(path, "rb");
+    char *hdr = NULL;
+    if (!f) { snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)); return false; }
+    uint64_t hlen, data_len;
+    Entry *es;
+    int n;
+    if (!read_header(f, path, &hdr, &hlen, &data_len, err, errlen)) goto failed;
+    Cur c = {hdr, hdr + hlen};
+    if (!parse_header(&c, out, &es, &n, why, sizeof why)) FAIL("%s: %s", path, why);
+    if (!check_ranges(es, n, data_len, why, sizeof why)) FAIL("%s: %s", path, why);
+    if (!read_tensors(f, path, 8 + hlen, es, n, &out->tensors, err, errlen)) goto failed;
+    free(hdr);
+    fclose(f);
+    return true;
+fail:
+failed:
     free(hdr);
     fclose(f);
     memset(out, 0, sizeof *out);

@@ -154,8 +154,8 @@ void optim_step(optim_Optimizer *o) {
         Tensor *p = o->params[i];
         if (!p->grad) continue; /* as torch: parameters without a gradient are skipped */
         int64_t n = torch_numel(p);
-        if (o->kind == OPTIM_SGD) sgd_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
-        else adam_update(o, i, torch_data_float(p), torch_data_float(p->grad), n);
+        if (o->kind == OPTIM_SGD) sgd_update(o, i, ac_data_float(p), ac_data_float(p->grad), n);
+        else adam_update(o, i, ac_data_float(p), ac_data_float(p->grad), n);
     }
     torch_no_grad_exit(prev);
 }
@@ -167,10 +167,10 @@ void optim_zero_grad(optim_Optimizer *o) {
 void optim_free(optim_Optimizer *o) {
     if (!o) return;
     for (int i = 0; i < o->n_params; i++) {
-        torch_free(o->exp_avg[i]);
-        torch_free(o->exp_avg_sq[i]);
-        torch_free(o->max_exp_avg_sq[i]);
-        torch_free(o->momentum_buffer[i]);
+        ac_free(o->exp_avg[i]);
+        ac_free(o->exp_avg_sq[i]);
+        ac_free(o->max_exp_avg_sq[i]);
+        ac_free(o->momentum_buffer[i]);
     }
     free(o); /* and its arrays, in the same block */
 }

@@ -118,3 +118,15 @@ void ac_shutdown(void) {
     blocks = NULL;
     nblocks = blocks_cap = cur = used = 0;
 }
+
+/* The library's one growable array: in the arena, so an error halfway leaks
+ * nothing; the old copy stays until the caller's release. */
+void *ac_arena_grow(void *old, size_t n_used, size_t *cap, size_t need, size_t elem) {
+    if (need <= *cap && old) return old;
+    size_t nc = *cap ? *cap : 16;
+    while (nc < need) nc = nc <= SIZE_MAX / 2 ? nc * 2 : need;
+    void *p = ac_arena_alloc(ac_size_mul(nc, elem));
+    if (old && n_used) memcpy(p, old, n_used * elem);
+    *cap = nc;
+    return p;
+}

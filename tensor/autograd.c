@@ -122,7 +122,7 @@ Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
         /* The gradient's storage shares the leaf's lifetime: persistent leaves
          * get a persistent buffer, arena leaves one in the arena. */
         Tensor *z = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
-        ti->gradbuf = t->persistent ? torch_persist(z) : z;
+        ti->gradbuf = t->persistent ? ac_persist(z) : z;
     }
     t->requires_grad = requires_grad;
     return t;
@@ -249,13 +249,7 @@ Tensor *ac_unpack(const Node *n, ac_saved s) {
  * (whose handler may longjmp out) leaves nothing malloc'd behind. */
 typedef struct { Node **v; size_t n, cap; } Vec;
 static void vpush(Vec *v, Node *t) {
-    if (v->n == v->cap) {
-        size_t cap = v->cap ? v->cap * 2 : 256;
-        Node **nv = ac_arena_alloc(cap * sizeof *nv);
-        if (v->n) memcpy(nv, v->v, v->n * sizeof *nv);
-        v->v = nv;
-        v->cap = cap;
-    }
+    v->v = ac_arena_grow(v->v, v->n, &v->cap, v->n + 1, sizeof(Node *));
     v->v[v->n++] = t;
 }
 
@@ -263,8 +257,8 @@ static void vpush(Vec *v, Node *t) {
 typedef struct { Node *node; int k; } Frame;
 
 static void topo_sort(Node *root, Vec *order) {
-    size_t n = 0, cap = 256;
-    Frame *st = ac_arena_alloc(cap * sizeof *st);
+    size_t n = 0, cap = 0;
+    Frame *st = ac_arena_grow(NULL, 0, &cap, 256, sizeof *st);
     generation++;
     root->visit = generation;
     st[n++] = (Frame){root, 0};
@@ -284,12 +278,7 @@ static void topo_sort(Node *root, Vec *order) {
             continue;
         }
         child->visit = generation;
-        if (n == cap) {
-            Frame *ns = ac_arena_alloc(2 * cap * sizeof *st);
-            memcpy(ns, st, n * sizeof *st);
-            st = ns;
-            cap *= 2;
-        }
+        st = ac_arena_grow(st, n, &cap, n + 1, sizeof *st);
         st[n++] = (Frame){child, 0};
     }
 }

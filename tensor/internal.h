@@ -7,7 +7,7 @@
 #include "tensor.h"
 
 /* What the library keeps beside the public Tensor: every tensor is allocated
- * as a TensorImpl (ac_new, ac_view_of, torch_persist), so a Tensor * is the
+ * as a TensorImpl (ac_new, ac_view_of, ac_persist), so a Tensor * is the
  * first member of one. */
 typedef struct TensorImpl {
     Tensor pub;

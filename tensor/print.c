@@ -17,12 +17,7 @@ typedef struct { char *s; size_t n, cap; } Buf;
 
 static void put(Buf *b, const char *s, size_t n) {
     if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (b->n + n + 1 > cap) cap *= 2;
-        char *ns = ac_arena_alloc(cap); /* in the arena: an error halfway leaks nothing */
-        if (b->n) memcpy(ns, b->s, b->n + 1);
-        b->s = ns;
-        b->cap = cap;
+        b->s = ac_arena_grow(b->s, b->n ? b->n + 1 : 0, &b->cap, b->n + n + 1, 1);
     }
     memcpy(b->s + b->n, s, n);
     b->n += n;
@@ -53,14 +48,9 @@ static int elem_text(const Fmt *f, double v, char *out, size_t cap) {
 
 /* Collect the values that decide the format: all of them, or when summarising
  * only those that will be shown (first and last EDGE of every long dim). */
-typedef struct { double *v; int64_t n, cap; } Vals;
+typedef struct { double *v; size_t n, cap; } Vals;
 static void push_val(Vals *vs, double x) {
-    if (vs->n == vs->cap) {
-        vs->cap = vs->cap ? vs->cap * 2 : 64;
-        double *nv = ac_arena_alloc(ac_size_mul((size_t)vs->cap, sizeof(double)));
-        if (vs->n) memcpy(nv, vs->v, sizeof(double) * (size_t)vs->n);
-        vs->v = nv;
-    }
+    vs->v = ac_arena_grow(vs->v, vs->n, &vs->cap, vs->n + 1, sizeof(double));
     vs->v[vs->n++] = x;
 }
 static void collect(const Tensor *t, int dim, int64_t off, bool summarize, Vals *vs) {
@@ -80,7 +70,7 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
     collect(t, 0, t->offset, summarize, &vs);
     char tmp[64];
     if (!floating(t->dtype)) {
-        for (int64_t i = 0; i < vs.n; i++) {
+        for (int64_t i = 0; i < (int64_t)vs.n; i++) {
             int w = elem_text(&f, vs.v[i], tmp, sizeof tmp);
             if (w > f.width) f.width = w;
         }
@@ -88,7 +78,7 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
     }
     double mn = INFINITY, mx = 0;
     int64_t nnz = 0;
-    for (int64_t i = 0; i < vs.n; i++) {
+    for (int64_t i = 0; i < (int64_t)vs.n; i++) {
         double v = vs.v[i];
         if (!isfinite(v) || v == 0.0) continue;
         nnz++;
@@ -99,7 +89,7 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
     }
     if (nnz > 0) {
         f.sci = mx / mn > 1000.0 || mx > 1.0e8 || (!f.int_mode && mn < 1.0e-4);
-        for (int64_t i = 0; i < vs.n; i++) {
+        for (int64_t i = 0; i < (int64_t)vs.n; i++) {
             double v = vs.v[i];
             if (!isfinite(v) || v == 0.0) continue;
             int w = f.sci ? snprintf(tmp, sizeof tmp, "%.4e", v)

@@ -89,7 +89,7 @@ static void twist(torch_Generator *g) {
     g->next = 0;
 }
 
-uint32_t torch_random32(torch_Generator *g) {
+uint32_t ac_random32(torch_Generator *g) {
     if (--g->left == 0) twist(g);
     uint32_t y = g->st[g->next++];
     y ^= y >> 11;
@@ -99,17 +99,17 @@ uint32_t torch_random32(torch_Generator *g) {
     return y;
 }
 
-uint64_t torch_random64(torch_Generator *g) {
-    uint64_t hi = torch_random32(g);
-    uint64_t lo = torch_random32(g);
+uint64_t ac_random64(torch_Generator *g) {
+    uint64_t hi = ac_random32(g);
+    uint64_t lo = ac_random32(g);
     return (hi << 32) | lo;
 }
 
 /* uniform_real_distribution<float>(0,1): the low 24 bits of one draw. */
-static float u01f(torch_Generator *g) { return (float)(torch_random32(g) & 0xFFFFFFu) * (1.0f / 16777216.0f); }
+static float u01f(torch_Generator *g) { return (float)(ac_random32(g) & 0xFFFFFFu) * (1.0f / 16777216.0f); }
 /* uniform_real_distribution<double>(0,1): the low 53 bits of random64(). */
 static double u01d(torch_Generator *g) {
-    return (double)(torch_random64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
+    return (double)(ac_random64(g) & ((1ULL << 53) - 1)) * (1.0 / 9007199254740992.0);
 }
 
 static double normal_double(torch_Generator *g, double mean, double std) {
@@ -233,7 +233,7 @@ Tensor *torch_randint_gen(int64_t low, int64_t high, int ndim, const int64_t *sh
     uint64_t range = (uint64_t)high - (uint64_t)low;
     int64_t *p = t->data;
     for (int64_t i = 0, n = torch_numel(t); i < n; i++) {
-        uint64_t v = range >= (1ULL << 32) ? torch_random64(g) : torch_random32(g);
+        uint64_t v = range >= (1ULL << 32) ? ac_random64(g) : ac_random32(g);
         p[i] = (int64_t)(v % range) + low;
     }
     gen_done();
@@ -246,7 +246,7 @@ Tensor *torch_randperm_gen(int64_t n, torch_Generator *generator) {
     int64_t *r = t->data;
     torch_Generator *g = gen(generator);
     for (int64_t i = 0; i + 1 < n; i++) {
-        int64_t z = (int64_t)(torch_random32(g) % (uint64_t)(n - i));
+        int64_t z = (int64_t)(ac_random32(g) % (uint64_t)(n - i));
         int64_t tmp = r[i];
         r[i] = r[i + z];
         r[i + z] = tmp;

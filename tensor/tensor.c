@@ -201,20 +201,20 @@ const float *ac_cdata(Tensor *t) {
     return (const float *)ac_materialize(t)->data;
 }
 
-float *torch_data_float(Tensor *t) {
-    ac_check_float(t, "torch_data_float");
+float *ac_data_float(Tensor *t) {
+    ac_check_float(t, "ac_data_float");
     if (!torch_is_contiguous(t))
-        ac_error("torch_data_float: the tensor is not contiguous (call torch_contiguous first)");
+        ac_error("ac_data_float: the tensor is not contiguous (call torch_contiguous first)");
     return (float *)t->data + t->offset;
 }
 
-int64_t *torch_data_long(Tensor *t) {
-    ac_check_defined(t, "torch_data_long");
+int64_t *ac_data_long(Tensor *t) {
+    ac_check_defined(t, "ac_data_long");
     if (t->dtype != AC_INT64)
-        ac_error("torch_data_long: expected a tensor of dtype Long (int64), but got %s",
+        ac_error("ac_data_long: expected a tensor of dtype Long (int64), but got %s",
                  ac_dtype_name(t->dtype));
     if (!torch_is_contiguous(t))
-        ac_error("torch_data_long: the tensor is not contiguous (call torch_contiguous first)");
+        ac_error("ac_data_long: the tensor is not contiguous (call torch_contiguous first)");
     return (int64_t *)t->data + t->offset;
 }
 
@@ -246,7 +246,7 @@ double torch_item(Tensor *t) {
     return ac_element_at(t, t->offset);
 }
 
-double torch_get(Tensor *t, int n, const int64_t *index) {
+double ac_get(Tensor *t, int n, const int64_t *index) {
     ac_check_defined(t, "get");
     if (n != t->ndim)
         ac_error("get: too many or too few indices for tensor of dimension %d (got %d)", t->ndim, n);
@@ -375,7 +375,7 @@ Tensor *torch_detach(Tensor *t) {
 
 /* ---- long-lived tensors ----------------------------------------------------------- */
 
-/* A long-lived tensor: its header and data in one malloc'd block, freed by torch_free. */
+/* A long-lived tensor: its header and data in one malloc'd block, freed by ac_free. */
 static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, bool zero) {
     size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     size_t head = (sizeof(TensorImpl) + 63) & ~(size_t)63;
@@ -396,8 +396,8 @@ static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, boo
     return p;
 }
 
-Tensor *torch_persist(Tensor *t) {
-    ac_check_defined(t, "torch_persist");
+Tensor *ac_persist(Tensor *t) {
+    ac_check_defined(t, "ac_persist");
     Tensor *p = persist_alloc(t->dtype, t->ndim, t->shape, false);
     ac_copy_strided(p, t);
     return p;
@@ -408,9 +408,9 @@ Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
     return persist_alloc(dtype, ndim, shape, true);
 }
 
-void torch_free(Tensor *t) {
+void ac_free(Tensor *t) {
     if (!t) return;
-    if (!t->persistent) ac_error("torch_free: the tensor lives in the arena (only torch_persist tensors are freed one by one)");
+    if (!t->persistent) ac_error("ac_free: the tensor lives in the arena (only ac_persist tensors are freed one by one)");
     Tensor *gb = ac_impl(t)->gradbuf;
     if (gb) free(gb);
     free(t);

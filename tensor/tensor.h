@@ -17,7 +17,7 @@
  *     ac_arena_mark() / ac_arena_release(mark) frees, in one call, everything
  *     made since the mark: one training step is one mark/release pair.
  *   - Long-lived tensors (parameters, buffers, optimizer state) are made with
- *     torch_persist(t) (a malloc'd copy) and freed with torch_free(t); modules
+ *     ac_persist(t) (a malloc'd copy) and freed with ac_free(t); modules
  *     and optimizers do that for you.
  *   - ac_shutdown() releases the arena's blocks at program exit.
  *
@@ -67,7 +67,7 @@ typedef struct Tensor {
     void *data;                  /* storage base, shared by views */
     bool requires_grad;
     bool is_param;      /* prints as "Parameter containing:" */
-    bool persistent;    /* made by torch_persist: owned by malloc, freed by torch_free */
+    bool persistent;    /* made by ac_persist: owned by malloc, freed by ac_free */
     struct Tensor *grad;       /* .grad: NULL until a backward reaches this leaf */
     struct Node *grad_fn;      /* .grad_fn: NULL for leaves */
 } Tensor; /* the library allocates every tensor, with private bookkeeping after these fields */
@@ -79,6 +79,9 @@ void ac_arena_release(ac_mark m);     /* frees every tensor made since m */
 size_t ac_arena_bytes_in_use(void);
 size_t ac_arena_bytes_reserved(void);
 void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, not initialised */
+/* A growable array in the arena: room for `need` elements of `elem` bytes (the
+ * capacity *cap doubles), the first `used` copied over; returns the array. */
+void *ac_arena_grow(void *old, size_t used, size_t *cap, size_t need, size_t elem);
 void ac_shutdown(void);               /* releases all arena blocks */
 /* The library's allocator: never NULL; a failure or a size that overflows is an
  * error "not enough memory: you tried to allocate N bytes". */
@@ -93,9 +96,9 @@ size_t ac_size_mul(size_t n, size_t elem_size);       /* n * elem_size, or that 
  * AC_FAIL_ALLOC=n in the environment does the same from the process's start. */
 void ac_fail_alloc_at(uint64_t n);
 uint64_t ac_alloc_count(void);                       /* allocations so far (malloc'd and arena blocks) */
-Tensor *torch_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
+Tensor *ac_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape); /* long-lived zeros, no arena copy */
-void torch_free(Tensor *t);           /* frees a torch_persist tensor and its .grad */
+void ac_free(Tensor *t);           /* frees a ac_persist tensor and its .grad */
 
 /* ---- exact or fast math -------------------------------------------------------
  * Fast (the default): matmul with fused multiply-adds and the widest vectors
@@ -216,8 +219,8 @@ Tensor *torch_get_rng_state(void);                        /* torch.get_rng_state
 void torch_set_rng_state(Tensor *state);                  /* torch.set_rng_state(state) */
 Tensor *torch_generator_get_state(torch_Generator *g);    /* g.get_state() */
 void torch_generator_set_state(torch_Generator *g, Tensor *state);
-uint32_t torch_random32(torch_Generator *g);
-uint64_t torch_random64(torch_Generator *g);
+uint32_t ac_random32(torch_Generator *g);
+uint64_t ac_random64(torch_Generator *g);
 Tensor *torch_rand(int ndim, const int64_t *shape);
 Tensor *torch_randn(int ndim, const int64_t *shape);
 Tensor *torch_randint(int64_t low, int64_t high, int ndim, const int64_t *shape);
@@ -245,10 +248,10 @@ int64_t torch_numel(const Tensor *t);
 size_t ac_dtype_size(ac_dtype d);                   /* bytes per element */
 int64_t torch_size(const Tensor *t, int64_t dim);     /* t.shape[dim] */
 bool torch_is_contiguous(const Tensor *t);
-float *torch_data_float(Tensor *t);                  /* contiguous float32 only */
-int64_t *torch_data_long(Tensor *t);                 /* contiguous int64 only */
+float *ac_data_float(Tensor *t);                  /* contiguous float32 only */
+int64_t *ac_data_long(Tensor *t);                 /* contiguous int64 only */
 double torch_item(Tensor *t);                        /* one element tensors */
-double torch_get(Tensor *t, int n, const int64_t *index); /* t[i, j, ...] as double */
+double ac_get(Tensor *t, int n, const int64_t *index); /* t[i, j, ...] as double */
 int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op);   /* negative dims; error if out of range */
 void ac_check_defined(const Tensor *t, const char *op);       /* error on NULL */
 void ac_check_float(const Tensor *t, const char *op);         /* error unless float32 */

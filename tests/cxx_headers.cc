@@ -4,6 +4,7 @@
 #include <attention/optim.h>
 #include <attention/safetensors.h>
 #include <attention/tensor.h>
+#include <attention/chartext.h>
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
 

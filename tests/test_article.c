@@ -65,7 +65,7 @@ START_TEST(test_core_step_by_step) {
     ck_assert(strncmp(c_text, norm_text, strlen(norm_text) - strlen("grad_fn=<DivBackward0>)")) == 0);
     ck_assert(strstr(c_text, "grad_fn=<SoftmaxBackward0>)") != NULL);
     /* and agree to float32 rounding */
-    const float *a = torch_data_float(causal), *b = torch_data_float(simple_norm);
+    const float *a = ac_data_float(causal), *b = ac_data_float(simple_norm);
     for (int i = 0; i < 36; i++) ck_assert_msg(fabsf(a[i] - b[i]) < 1e-6f, "masking methods differ at %d", i);
     free(text);
 }

@@ -8,8 +8,8 @@
 #include "tests.h"
 
 static void close_to(Tensor *got, Tensor *want, double rtol, double atol, const char *what) {
-    const float *g = torch_data_float(torch_contiguous(torch_detach(got)));
-    const float *w = torch_data_float(torch_contiguous(torch_detach(want)));
+    const float *g = ac_data_float(torch_contiguous(torch_detach(got)));
+    const float *w = ac_data_float(torch_contiguous(torch_detach(want)));
     for (int64_t i = 0, n = torch_numel(want); i < n; i++)
         ck_assert_msg(fabs((double)g[i] - w[i]) <= atol + rtol * fabs(w[i]), "%s[%lld]: fused %.9g, explicit %.9g", what,
                       (long long)i, g[i], w[i]);

@@ -47,7 +47,7 @@ START_TEST(test_detach_and_no_grad) {
     Tensor *d = torch_detach(x);
     ck_assert(!d->requires_grad);
     ck_assert_ptr_null(d->grad_fn);
-    ck_assert_ptr_eq(torch_data_float(d), torch_data_float(x)); /* shares storage */
+    ck_assert_ptr_eq(ac_data_float(d), ac_data_float(x)); /* shares storage */
     bool prev = torch_set_grad_enabled(false);
     Tensor *y = torch_mul_scalar(x, 2.0);
     torch_set_grad_enabled(prev);
@@ -88,7 +88,7 @@ END_TEST
 
 START_TEST(test_views_share_storage) {
     Tensor *m = torch_reshape(torch_arange_float(0, 12, 1), SHAPE(3, 4));
-    float *base = torch_data_float(m);
+    float *base = ac_data_float(m);
     ck_assert_ptr_eq(torch_transpose(m, 0, 1)->data, base);
     ck_assert_ptr_eq(torch_T(m)->data, base);
     ck_assert_ptr_eq(torch_view(m, SHAPE(2, 6))->data, base);
@@ -99,8 +99,8 @@ START_TEST(test_views_share_storage) {
     ck_assert_ptr_eq(torch_contiguous(m), m); /* already contiguous: itself */
     /* a write through the base shows in the views */
     base[5] = 100.0f;
-    ck_assert(torch_get(torch_T(m), SHAPE(1, 1)) == 100.0);
-    ck_assert(torch_get(torch_select(m, 0, 1), SHAPE(1)) == 100.0);
+    ck_assert(ac_get(torch_T(m), SHAPE(1, 1)) == 100.0);
+    ck_assert(ac_get(torch_select(m, 0, 1), SHAPE(1)) == 100.0);
     /* view of a non-contiguous tensor where strides allow, reshape copies where they don't */
     Tensor *tt = torch_transpose(torch_reshape(torch_arange_float(0, 24, 1), SHAPE(2, 3, 4)), 0, 1); /* (3, 2, 4) */
     ck_assert_ptr_eq(torch_view(tt, SHAPE(3, 2, 2, 2))->data, tt->data); /* splitting a dim: still a view */

@@ -44,7 +44,7 @@ static void check_case(const char *name, Tensor *out, int n, Tensor **xs) {
 static void assert_long_golden(Tensor *t, const char *name) {
     Golden g = golden(GOLD, name);
     ck_assert_int_eq(g.n, torch_numel(t));
-    const int64_t *p = torch_data_long(torch_contiguous(t));
+    const int64_t *p = ac_data_long(torch_contiguous(t));
     for (int i = 0; i < g.n; i++) ck_assert_msg(p[i] == (int64_t)g.v[i], "%s[%d]: %lld, want %g", name, i, (long long)p[i], g.v[i]);
 }
 
@@ -64,7 +64,7 @@ START_TEST(test_activations) {
     /* the edges PyTorch defines: abs'(0) = 0, clamp' = 1 on both bounds, NaN propagates */
     Tensor *e = torch_requires_grad_(torch_tensor((const float[]){0.0f, 0.2f, 0.5f, 0.7f}, SHAPE(4)), true);
     torch_backward(torch_sum(torch_add(torch_abs(e), torch_clamp(e, 0.2, 0.5))), NULL);
-    const float *g = torch_data_float(e->grad);
+    const float *g = ac_data_float(e->grad);
     ck_assert(g[0] == 0.0f && g[1] == 2.0f && g[2] == 2.0f && g[3] == 1.0f);
     ck_assert(isnan(torch_item(torch_clamp(torch_scalar_tensor(NAN), 0, 1))));
 }
@@ -216,7 +216,7 @@ START_TEST(test_inplace_values_and_versions) {
     ck_assert_int_eq(torch_version(x), 4);
     Tensor *l = torch_zeros_dtype(SHAPE(3), AC_INT64);
     torch_index_put_(l, torch_tensor_long((const int64_t[]){0, 0}, SHAPE(2)), torch_full_dtype(SHAPE(1), 2, AC_INT64), true);
-    ck_assert_int_eq(torch_data_long(l)[0], 4); /* a repeated index accumulates */
+    ck_assert_int_eq(ac_data_long(l)[0], 4); /* a repeated index accumulates */
     torch_fill_(torch_transpose(x, 0, 1), 0.25); /* any strides */
     ck_assert(torch_item(torch_sum(x)) == 1.5);
     torch_zero_(x);
@@ -308,8 +308,8 @@ START_TEST(test_generators_and_state) {
     torch_generator_manual_seed(&g, 42);
     ck_assert_int_eq(torch_generator_initial_seed(&g), 42);
     Tensor *got = torch_rand_gen(SHAPE(5), &g);
-    ck_assert_mem_eq(torch_data_float(got), torch_data_float(want), 5 * sizeof(float));
-    ck_assert_mem_eq(torch_data_float(torch_rand(SHAPE(3))), torch_data_float(next_default), 3 * sizeof(float));
+    ck_assert_mem_eq(ac_data_float(got), ac_data_float(want), 5 * sizeof(float));
+    ck_assert_mem_eq(ac_data_float(torch_rand(SHAPE(3))), ac_data_float(next_default), 3 * sizeof(float));
     ck_assert_int_eq(torch_initial_seed(), 7);
     /* get_state / set_state: the draws that follow repeat, the cached normal included */
     torch_manual_seed(3);
@@ -319,11 +319,11 @@ START_TEST(test_generators_and_state) {
     Tensor *a = torch_cat(TENSORS(torch_randn(SHAPE(7)), torch_rand(SHAPE(2)), torch_to_float(torch_randperm(5))), 0);
     torch_set_rng_state(st);
     Tensor *b = torch_cat(TENSORS(torch_randn(SHAPE(7)), torch_rand(SHAPE(2)), torch_to_float(torch_randperm(5))), 0);
-    ck_assert_mem_eq(torch_data_float(a), torch_data_float(b), 14 * sizeof(float));
+    ck_assert_mem_eq(ac_data_float(a), ac_data_float(b), 14 * sizeof(float));
     Tensor *gs = torch_generator_get_state(&g);
     Tensor *x = torch_randn_gen(SHAPE(20), &g);
     torch_generator_set_state(&g, gs);
-    ck_assert_mem_eq(torch_data_float(torch_randn_gen(SHAPE(20), &g)), torch_data_float(x), 20 * sizeof(float));
+    ck_assert_mem_eq(ac_data_float(torch_randn_gen(SHAPE(20), &g)), ac_data_float(x), 20 * sizeof(float));
     /* every random op takes one */
     torch_generator_manual_seed(&g, 1);
     ck_assert_int_eq(torch_numel(torch_randint_gen(0, 5, SHAPE(4), &g)), 4);
@@ -336,7 +336,7 @@ START_TEST(test_generators_and_state) {
     torch_randperm_gen(4, &g);
     EXPECT_ERROR("set_state: Expected an RNG state of 628 int64 values", torch_set_rng_state(torch_zeros(SHAPE(3))));
     Tensor *bad = torch_clone(st);
-    torch_data_long(bad)[624] = 0;
+    ac_data_long(bad)[624] = 0;
     EXPECT_ERROR("set_state: the RNG state holds an invalid generator position", torch_set_rng_state(bad));
 }
 END_TEST

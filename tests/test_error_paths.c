@@ -13,13 +13,13 @@ START_TEST(test_tensor_errors) {
     EXPECT_ERROR("zeros: tensors have at most 8 dimensions, got 9", torch_zeros(9, nine));
     EXPECT_ERROR("Trying to create tensor with negative dimension -2", torch_ones(SHAPE(3, -2)));
     Tensor *t = torch_transpose(torch_rand(SHAPE(2, 3)), 0, 1);
-    EXPECT_ERROR("contiguous", torch_data_float(t));
-    EXPECT_ERROR("Long", torch_data_long(torch_rand(SHAPE(2))));
-    EXPECT_ERROR("contiguous", torch_data_long(torch_transpose(torch_reshape(torch_arange(4), SHAPE(2, 2)), 0, 1)));
+    EXPECT_ERROR("contiguous", ac_data_float(t));
+    EXPECT_ERROR("Long", ac_data_long(torch_rand(SHAPE(2))));
+    EXPECT_ERROR("contiguous", ac_data_long(torch_transpose(torch_reshape(torch_arange(4), SHAPE(2, 2)), 0, 1)));
     Tensor *l = torch_arange(6);
-    EXPECT_ERROR("", torch_get(l, 2, (const int64_t[]){0, 0}));
-    EXPECT_ERROR("index 6 is out of bounds", torch_get(l, 1, (const int64_t[]){6}));
-    ck_assert(torch_get(l, 1, (const int64_t[]){-1}) == 5.0);
+    EXPECT_ERROR("", ac_get(l, 2, (const int64_t[]){0, 0}));
+    EXPECT_ERROR("index 6 is out of bounds", ac_get(l, 1, (const int64_t[]){6}));
+    ck_assert(ac_get(l, 1, (const int64_t[]){-1}) == 5.0);
     EXPECT_ERROR("data is NULL", torch_tensor(NULL, SHAPE(2)));
     EXPECT_ERROR("arange: upper bound and larger bound inconsistent with step sign", torch_arange(-1));
     EXPECT_ERROR("arange", torch_arange_float(0, 1, 0));
@@ -34,14 +34,14 @@ START_TEST(test_tensor_errors) {
     ck_assert(torch_item(torch_sum(t)) == 6.0);
     EXPECT_ERROR("a leaf Variable that requires grad is being used in an in-place operation",
                  torch_copy_(torch_requires_grad_(torch_zeros(SHAPE(2)), true), torch_ones(SHAPE(2))));
-    EXPECT_ERROR("torch_free: the tensor lives in the arena", torch_free(torch_zeros(SHAPE(1))));
-    torch_free(NULL); /* like free(NULL) */
+    EXPECT_ERROR("ac_free: the tensor lives in the arena", ac_free(torch_zeros(SHAPE(1))));
+    ac_free(NULL); /* like free(NULL) */
     /* int64 tensors through the strided copy (8-byte elements) */
     Tensor *lt = torch_transpose(torch_reshape(torch_arange(6), SHAPE(2, 3)), 0, 1);
     ck_assert_str_eq(torch_repr(torch_contiguous(lt)), "tensor([[0, 3],\n        [1, 4],\n        [2, 5]])");
-    Tensor *p = torch_persist(lt);
+    Tensor *p = ac_persist(lt);
     ck_assert_str_eq(torch_repr(p), "tensor([[0, 3],\n        [1, 4],\n        [2, 5]])");
-    torch_free(p);
+    ac_free(p);
     EXPECT_ERROR("ac_arena_release: the mark", ac_arena_release((ac_mark){1000, 0}));
     ck_assert(ac_arena_bytes_in_use() > 0 && ac_arena_bytes_reserved() >= ac_arena_bytes_in_use());
 }
@@ -178,7 +178,7 @@ START_TEST(test_optimizer_errors) {
                                     sizeof err));
     ck_assert_int_eq(optim_state_dict(sgd).n, 1);
     optim_free(adam), optim_free(ams), optim_free(sgd);
-    torch_free(p);
+    ac_free(p);
 }
 END_TEST
 
@@ -313,7 +313,7 @@ START_TEST(test_text_errors) {
     ck_assert_int_eq(chartext_encode_char(&ct, 'z'), -1);
     ck_assert_int_eq(chartext_encode_char(&ct, 0x1F601), -1);
     Tensor *x, *y;
-    EXPECT_ERROR("get_batch", toylm_get_batch(&ct, 1, 4, &x, &y));
+    EXPECT_ERROR("get_batch", nn_ToyLM_get_batch(&ct, 1, 4, &x, &y));
     chartext_free(&ct);
     uint32_t cp;
     ck_assert_int_eq(chartext_utf8_next("", 0, &cp), 0);
@@ -335,13 +335,13 @@ START_TEST(test_checkpoint_errors) {
     nn_ToyLM *m = nn_ToyLM_new(ct.vocab_size, 4, 4, 2), *wide = nn_ToyLM_new(ct.vocab_size, 4, 8, 2);
     optim_Optimizer *o = optim_Adam(nn_named_parameters(&m->module), 1e-3, 0.9, 0.999, 1e-8, 0, false);
     optim_Optimizer *ow = optim_Adam(nn_named_parameters(&wide->module), 1e-3, 0.9, 0.999, 1e-8, 0, false);
-    ck_assert_msg(toylm_save_checkpoint(path, m, o, &ct, 7, err, sizeof err), "%s", err);
+    ck_assert_msg(nn_ToyLM_save_checkpoint(path, m, o, &ct, 7, err, sizeof err), "%s", err);
     int64_t step = -1;
-    ck_assert_msg(toylm_load_checkpoint(path, m, o, &ct, &step, err, sizeof err), "%s", err);
+    ck_assert_msg(nn_ToyLM_load_checkpoint(path, m, o, &ct, &step, err, sizeof err), "%s", err);
     ck_assert_int_eq(step, 7);
-    ck_assert(!toylm_load_checkpoint(path, wide, ow, &ct, &step, err, sizeof err));
+    ck_assert(!nn_ToyLM_load_checkpoint(path, wide, ow, &ct, &step, err, sizeof err));
     ck_assert_msg(strstr(err, "trained with --context 4 --dim 4 --heads 2; this run has --context 4 --dim 8"), "%s", err);
-    ck_assert(!toylm_load_checkpoint(path, m, o, &other, &step, err, sizeof err));
+    ck_assert(!nn_ToyLM_load_checkpoint(path, m, o, &other, &step, err, sizeof err));
     ck_assert_msg(strstr(err, "different character vocabulary"), "%s", err);
     /* generator states that cannot be */
     safetensors_File f;
@@ -360,7 +360,7 @@ START_TEST(test_checkpoint_errors) {
         char bad[300];
         snprintf(bad, sizeof bad, "%s/bad.safetensors", dir);
         ck_assert(safetensors_save(bad, f.tensors, f.n_meta, kv, err, sizeof err));
-        ck_assert(!toylm_load_checkpoint(bad, m, o, &ct, &step, err, sizeof err));
+        ck_assert(!nn_ToyLM_load_checkpoint(bad, m, o, &ct, &step, err, sizeof err));
         ck_assert_msg(strstr(err, rs[i].msg), "%s", err);
         p[rs[i].at] = keep;
     }
@@ -368,9 +368,9 @@ START_TEST(test_checkpoint_errors) {
     for (int i = 0; i < f.tensors.n; i++)
         if (f.tensors.tensors[i] == rng) f.tensors.tensors[i] = short_rng;
     ck_assert(safetensors_save(path, f.tensors, f.n_meta, kv, err, sizeof err));
-    ck_assert(!toylm_load_checkpoint(path, m, o, &ct, &step, err, sizeof err));
+    ck_assert(!nn_ToyLM_load_checkpoint(path, m, o, &ct, &step, err, sizeof err));
     ck_assert_msg(strstr(err, "Expected an RNG state of 628 int64 values"), "%s", err);
-    ck_assert(!toylm_load_checkpoint("/nonexistent.safetensors", m, o, &ct, &step, err, sizeof err));
+    ck_assert(!nn_ToyLM_load_checkpoint("/nonexistent.safetensors", m, o, &ct, &step, err, sizeof err));
     optim_free(o), optim_free(ow);
     nn_free(&m->module), nn_free(&wide->module);
     chartext_free(&ct), chartext_free(&other);

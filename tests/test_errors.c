@@ -67,7 +67,7 @@ START_TEST(test_dim_and_index_errors) {
                  torch_tensor_long((const int64_t[]){1, 7}, SHAPE(2)), -100));
     EXPECT_ERROR("Expected input batch_size (2) to match target batch_size (3)",
                  torch_cross_entropy(torch_ones(SHAPE(2, 5)), torch_tensor_long((const int64_t[]){1, 1, 1}, SHAPE(3)), -100));
-    EXPECT_ERROR("get: index 2 is out of bounds for dimension 0 with size 2", torch_get(torch_ones(SHAPE(2)), SHAPE(2)));
+    EXPECT_ERROR("get: index 2 is out of bounds for dimension 0 with size 2", ac_get(torch_ones(SHAPE(2)), SHAPE(2)));
     EXPECT_ERROR("item: only one element tensors can be converted to Python scalars", torch_item(torch_ones(SHAPE(2))));
     EXPECT_ERROR("randint: random_ expects 'from' to be less than 'to', but got from=3 >= to=3", torch_randint(3, 3, SHAPE(2)));
     EXPECT_ERROR("multinomial: probability tensor contains either `inf`, `nan` or element < 0",

@@ -30,7 +30,7 @@ static double loss(Fn f, Tensor **x, const float *w, double *abs_sum) {
     bool prev = torch_set_grad_enabled(false);
     Tensor *out = torch_contiguous(f(x));
     torch_set_grad_enabled(prev);
-    const float *o = torch_data_float(out);
+    const float *o = ac_data_float(out);
     double s = 0, a = 0;
     for (int64_t i = 0, n = torch_numel(out); i < n; i++) {
         s += (double)w[i] * o[i];
@@ -49,14 +49,14 @@ static double gradcheck_ratio(const char *name, Fn f, int n, Tensor **x, bool re
     torch_manual_seed(99);
     Tensor *w = torch_sub_scalar(torch_mul_scalar(torch_rand(out->ndim, out->shape), 2.0), 1.0);
     torch_backward(out, w);
-    const float *wd = torch_data_float(w);
+    const float *wd = ac_data_float(w);
     double abs_sum;
     loss(f, x, wd, &abs_sum);
     double noise = 2.0 * 1.5 * ldexp(abs_sum, -20) / H, worst = 0;
     for (int i = 0; i < n; i++) {
         ck_assert_msg(x[i]->grad != NULL, "%s: input %d got no gradient", name, i);
-        float *xd = torch_data_float(x[i]);
-        const float *g = torch_data_float(x[i]->grad);
+        float *xd = ac_data_float(x[i]);
+        const float *g = ac_data_float(x[i]->grad);
         for (int64_t j = 0, len = torch_numel(x[i]); j < len; j++) {
             float x0 = xd[j];
             double l[4];
@@ -87,7 +87,7 @@ static void gradcheck(const char *name, Fn f, int n, Tensor **x) {
 static Tensor *input(uint64_t seed, double lo, double hi, int nd, const int64_t *shape) {
     torch_manual_seed(seed);
     Tensor *t = torch_rand(nd, shape);
-    float *p = torch_data_float(t);
+    float *p = ac_data_float(t);
     for (int64_t i = 0, n = torch_numel(t); i < n; i++) p[i] = (float)(round((lo + (hi - lo) * p[i]) * 1024.0) / 1024.0);
     return torch_requires_grad_(t, true);
 }
@@ -96,7 +96,7 @@ static Tensor *input(uint64_t seed, double lo, double hi, int nd, const int64_t 
 /* away from 0 on both sides: relu's kink and division */
 static Tensor *away(uint64_t seed, int nd, const int64_t *shape) {
     Tensor *t = input(seed, 0.25, 1.0, nd, shape);
-    float *p = torch_data_float(t);
+    float *p = ac_data_float(t);
     for (int64_t i = 0; i < torch_numel(t); i++) p[i] = (i % 3 == 1) ? -p[i] : p[i];
     return t;
 }
@@ -290,7 +290,7 @@ START_TEST(test_grad_shape_ops) {
     Tensor *w1 = IN(1, 5, 3), *w2 = IN(1, 5, 3);
     torch_backward(torch_sum(torch_mul(embedding_fn(&w1), IN(7, 2, 3, 3))), NULL);
     torch_backward(torch_sum(torch_mul(embedding_pad_fn(&w2), IN(7, 2, 3, 3))), NULL);
-    const float *g1 = torch_data_float(w1->grad), *g2 = torch_data_float(w2->grad);
+    const float *g1 = ac_data_float(w1->grad), *g2 = ac_data_float(w2->grad);
     for (int i = 0; i < 15; i++) ck_assert_msg(g2[i] == (i / 3 == 4 ? 0.0f : g1[i]), "padding_idx gradient [%d]", i);
 }
 END_TEST
@@ -374,8 +374,8 @@ static Tensor *ladder(uint64_t seed, int nd, const int64_t *shape) {
     torch_manual_seed(seed);
     Tensor *t = torch_empty(nd, shape, AC_FLOAT32);
     int64_t n = torch_numel(t);
-    const int64_t *perm = torch_data_long(torch_randperm(n));
-    float *p = torch_data_float(t);
+    const int64_t *perm = ac_data_long(torch_randperm(n));
+    float *p = ac_data_float(t);
     for (int64_t i = 0; i < n; i++) p[i] = (float)(perm[i] * 0.125 - n * 0.0625);
     return torch_requires_grad_(t, true);
 }

@@ -4,7 +4,7 @@
 START_TEST(test_ten_thousand_steps_in_flat_memory) {
     torch_manual_seed(123);
     nn_SelfAttention *sa = nn_SelfAttention_new(3, 2, 4);
-    Tensor *x = torch_persist(torch_randn(SHAPE(6, 3)));
+    Tensor *x = ac_persist(torch_randn(SHAPE(6, 3)));
     size_t reserved_after_first = 0;
     ac_mark start = ac_arena_mark();
     size_t in_use_at_start = ac_arena_bytes_in_use();
@@ -19,7 +19,7 @@ START_TEST(test_ten_thousand_steps_in_flat_memory) {
     ck_assert_int_eq(ac_arena_bytes_reserved(), reserved_after_first);
     ck_assert(sa->W_query->grad != NULL);
     ac_arena_release(start);
-    torch_free(x);
+    ac_free(x);
     nn_free(&sa->module);
 }
 END_TEST

@@ -160,7 +160,7 @@ START_TEST(test_wrapper_first_column_is_the_single_head) {
     Tensor *all = nn_MultiHeadAttentionWrapper_forward(mw, emb);
     ck_assert_str_eq(torch_size_str(all), "torch.Size([6, 4])");
     Tensor *col = torch_contiguous(torch_select(all, 1, 0));
-    for (int i = 0; i < 6; i++) ck_assert(torch_data_float(col)[i] == torch_data_float(single)[i]);
+    for (int i = 0; i < 6; i++) ck_assert(ac_data_float(col)[i] == ac_data_float(single)[i]);
     nn_TensorList ps = nn_named_parameters(&mw->module);
     ck_assert_int_eq(ps.n, 12);
     ck_assert_str_eq(ps.names[0], "heads.0.W_query");
@@ -188,7 +188,7 @@ START_TEST(test_batched_mha_equals_wrapper_of_causal_heads) {
     Tensor *x = torch_randn(SHAPE(3, 4, d));
     Tensor *batched = nn_MultiHeadAttention_forward(mha, x);
     Tensor *wrapped = torch_linear(nn_MultiHeadAttentionWrapper_forward(mw, x), mha->out_proj->weight, mha->out_proj->bias);
-    const float *a = torch_data_float(batched), *b = torch_data_float(wrapped);
+    const float *a = ac_data_float(batched), *b = ac_data_float(wrapped);
     for (int64_t i = 0; i < torch_numel(batched); i++)
         ck_assert_msg(fabsf(a[i] - b[i]) <= 1e-6f + 1e-5f * fabsf(b[i]), "[%lld] %.9g vs %.9g", (long long)i, a[i], b[i]);
     nn_free(&mha->module);
@@ -207,7 +207,7 @@ START_TEST(test_causal_weights_and_dropout_modes) {
         for (int i = 0; i < 6; i++) {
             double row = 0;
             for (int j = 0; j < 6; j++) {
-                double v = torch_get(w, SHAPE(b, i, j));
+                double v = ac_get(w, SHAPE(b, i, j));
                 if (j > i) ck_assert_msg(v == 0.0, "weight above the diagonal at (%d, %d, %d): %g", b, i, j, v);
                 row += v;
             }
@@ -221,7 +221,7 @@ START_TEST(test_causal_weights_and_dropout_modes) {
     Tensor *dropped = nn_Dropout_forward(d, torch_ones(SHAPE(1000)));
     int zeros = 0;
     for (int i = 0; i < 1000; i++) {
-        float v = torch_data_float(dropped)[i];
+        float v = ac_data_float(dropped)[i];
         ck_assert(v == 0.0f || v == 2.0f);
         zeros += v == 0.0f;
     }
@@ -231,7 +231,7 @@ START_TEST(test_causal_weights_and_dropout_modes) {
     Tensor *out_train = nn_CausalAttention_forward(ca, x);
     bool differs = false;
     for (int64_t i = 0; i < torch_numel(out_train); i++)
-        differs = differs || torch_data_float(out_train)[i] != torch_data_float(out_eval)[i];
+        differs = differs || ac_data_float(out_train)[i] != ac_data_float(out_eval)[i];
     ck_assert(differs);
     nn_free(&d->module);
     nn_free(&ca->module);

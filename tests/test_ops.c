@@ -90,12 +90,12 @@ START_TEST(test_matmul_forms_values) {
     assert_repr(p, "tensor([[[ 14.,  32.],\n         [ 32.,  77.]],\n\n        [[ 28.,  64.],\n         [ 64., 154.]]])");
     Tensor *q = torch_matmul(torch_unsqueeze(b, 1), torch_unsqueeze(torch_transpose(b, 1, 2), 0)); /* (2, 2, 2, 2) */
     ck_assert_str_eq(torch_size_str(q), "torch.Size([2, 2, 2, 2])");
-    ck_assert(torch_get(q, SHAPE(1, 0, 1, 1)) == 154.0);
+    ck_assert(ac_get(q, SHAPE(1, 0, 1, 1)) == 154.0);
     /* a bigger product against a plain triple loop (the blocked kernel's edges) */
     torch_manual_seed(3);
     Tensor *A = torch_randn(SHAPE(37, 29)), *B = torch_randn(SHAPE(29, 53));
     Tensor *C = torch_matmul(A, B);
-    const float *a = torch_data_float(A), *bb = torch_data_float(B), *c = torch_data_float(C);
+    const float *a = ac_data_float(A), *bb = ac_data_float(B), *c = ac_data_float(C);
     for (int i = 0; i < 37; i++)
         for (int j = 0; j < 53; j++) {
             float s = 0;

@@ -24,7 +24,7 @@ static void run(const char *name, Make make) {
     snprintf(key, sizeof key, "optim.%s", name);
     assert_tensor_golden(p, "nn_golden.txt", key, 1e-6, 1e-5);
     optim_free(opt);
-    torch_free(p);
+    ac_free(p);
 }
 
 static optim_Optimizer *sgd(nn_TensorList ps) { return optim_SGD(ps, 0.01, 0, 0, 0, false); }
@@ -52,9 +52,9 @@ START_TEST(test_state_roundtrip_and_skips) {
     nn_TensorList ps = {2, (const char *[]){"a", "b"}, (Tensor *[]){a, b}};
     optim_Optimizer *o1 = optim_Adam(ps, 0.1, 0.9, 0.999, 1e-8, 0, false);
     torch_backward(torch_sum(torch_mul(a, a)), NULL); /* b gets no gradient: skipped, as torch does */
-    float b0 = torch_data_float(b)[0];
+    float b0 = ac_data_float(b)[0];
     optim_step(o1);
-    ck_assert(torch_data_float(b)[0] == b0);
+    ck_assert(ac_data_float(b)[0] == b0);
     nn_TensorList st = optim_state_dict(o1);
     ck_assert_int_eq(st.n, 3); /* state.0.step, state.0.exp_avg, state.0.exp_avg_sq */
     ck_assert_str_eq(st.names[0], "state.0.step");
@@ -62,7 +62,7 @@ START_TEST(test_state_roundtrip_and_skips) {
     char err[256];
     ck_assert(optim_load_state_dict(o2, st, true, err, sizeof err));
     ck_assert(o2->step[0] == 1.0);
-    ck_assert(torch_data_float(o2->exp_avg[0])[1] == torch_data_float(o1->exp_avg[0])[1]);
+    ck_assert(ac_data_float(o2->exp_avg[0])[1] == ac_data_float(o1->exp_avg[0])[1]);
     /* a state that does not fit is refused and changes nothing */
     Tensor *bad = torch_zeros(SHAPE(4));
     nn_TensorList wrong = {1, (const char *[]){"state.0.exp_avg"}, &bad};
@@ -70,11 +70,11 @@ START_TEST(test_state_roundtrip_and_skips) {
     ck_assert_msg(strstr(err, "has shape [4], but parameter 0 has shape [3]") != NULL, "%s", err);
     nn_TensorList unknown = {1, (const char *[]){"state.7.exp_avg"}, &bad};
     ck_assert(!optim_load_state_dict(o2, unknown, true, err, sizeof err));
-    ck_assert(torch_data_float(o2->exp_avg[0])[1] == torch_data_float(o1->exp_avg[0])[1]);
+    ck_assert(ac_data_float(o2->exp_avg[0])[1] == ac_data_float(o1->exp_avg[0])[1]);
     optim_free(o1);
     optim_free(o2);
-    torch_free(a);
-    torch_free(b);
+    ac_free(a);
+    ac_free(b);
 }
 END_TEST
 

@@ -320,7 +320,7 @@ START_TEST(test_records_computed_in_c) {
                           got, recs[i].printed);
             built++;
         }
-        for (int k = 0; k < n_params; k++) torch_free(params[k]);
+        for (int k = 0; k < n_params; k++) ac_free(params[k]);
         for (int k = 0; k < n_mods; k++) nn_free(mods[k]);
     }
     ck_assert_int_eq(built, N_RECORDS - 1);

@@ -11,7 +11,7 @@ static void assert_exact(Tensor *t, const char *name) {
     Tensor *c = torch_contiguous(t);
     for (int i = 0; i < g.n; i++) {
         /* %.9g round-trips float32: the golden value, rounded to float, is the exact value */
-        double v = c->dtype == AC_INT64 ? (double)torch_data_long(c)[i] : (double)torch_data_float(c)[i];
+        double v = c->dtype == AC_INT64 ? (double)ac_data_long(c)[i] : (double)ac_data_float(c)[i];
         double want = c->dtype == AC_INT64 ? g.v[i] : (double)(float)g.v[i];
         ck_assert_msg(v == want, "%s[%d]: got %.9g, want %.9g", name, i, v, want);
     }
@@ -50,7 +50,7 @@ START_TEST(test_randn_150000) {
         char name[64];
         torch_manual_seed(seed);
         Tensor *t = torch_randn(SHAPE(150000));
-        float *v = torch_data_float(t);
+        float *v = ac_data_float(t);
         snprintf(name, sizeof name, "randn150000.%llu.head", (unsigned long long)seed);
         assert_exact(torch_slice(t, 0, 0, 8), name);
         snprintf(name, sizeof name, "randn150000.%llu.tail", (unsigned long long)seed);
@@ -95,7 +95,7 @@ START_TEST(test_interleaved_sequence) {
     float w2[] = {0.1f, 0.2f, 0.3f, 0.4f, 1.0f, 0.0f, 2.0f, 3.0f};
     Tensor *m1 = torch_multinomial(torch_tensor(w2, SHAPE(2, 4)), 1, false);
     Tensor *m2 = torch_multinomial(torch_tensor(w2, SHAPE(2, 4)), 1, false);
-    int64_t both[2] = {torch_data_long(m1)[0], torch_data_long(m2)[1]};
+    int64_t both[2] = {ac_data_long(m1)[0], ac_data_long(m2)[1]};
     assert_exact(torch_tensor_long(both, SHAPE(2)), "seq.multinomial");
     float w5[] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f};
     assert_exact(torch_view(torch_multinomial(torch_tensor(w5, SHAPE(1, 5)), 3, false), SHAPE(3)), "seq.multinomial3");
@@ -109,17 +109,17 @@ END_TEST
 START_TEST(test_seed_semantics) {
     /* only the low 32 bits matter; -1 wraps to 2^64-1; reseeding clears the normal cache */
     torch_manual_seed(5);
-    float a = torch_data_float(torch_rand(SHAPE(1)))[0];
+    float a = ac_data_float(torch_rand(SHAPE(1)))[0];
     torch_manual_seed(((uint64_t)7 << 32) | 5);
-    ck_assert(torch_data_float(torch_rand(SHAPE(1)))[0] == a);
+    ck_assert(ac_data_float(torch_rand(SHAPE(1)))[0] == a);
     torch_manual_seed(123);
     torch_randn(SHAPE(1)); /* leaves a cached value */
     torch_manual_seed(123);
-    float first = torch_data_float(torch_randn(SHAPE(1)))[0];
+    float first = ac_data_float(torch_randn(SHAPE(1)))[0];
     torch_manual_seed(123);
-    ck_assert(torch_data_float(torch_randn(SHAPE(1)))[0] == first);
+    ck_assert(ac_data_float(torch_randn(SHAPE(1)))[0] == first);
     torch_manual_seed(123);
-    int64_t *p = torch_data_long(torch_randperm(6));
+    int64_t *p = ac_data_long(torch_randperm(6));
     const int64_t want[] = {4, 5, 0, 3, 2, 1}; /* the spec's example */
     for (int i = 0; i < 6; i++) ck_assert_int_eq(p[i], want[i]);
 }

@@ -26,7 +26,7 @@ static void *train(void *arg) {
     for (int s = 0; s < r->steps; s++) {
         ac_mark mk = ac_arena_mark();
         Tensor *x, *y;
-        toylm_get_batch(r->ct, 8, 16, &x, &y);
+        nn_ToyLM_get_batch(r->ct, 8, 16, &x, &y);
         Tensor *loss = torch_cross_entropy(torch_view(nn_ToyLM_forward(m, x), SHAPE(-1, r->ct->vocab_size)),
                                            torch_view(y, SHAPE(-1)), -100);
         optim_zero_grad(opt);

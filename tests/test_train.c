@@ -154,7 +154,7 @@ START_TEST(test_bad_checkpoints_refused) {
     torch_manual_seed(2);
     nn_ToyLM *other = nn_ToyLM_new(10, 8, 8, 2);
     nn_TensorList od = nn_state_dict(&other->module);
-    float before = torch_data_float(od.tensors[0])[0];
+    float before = ac_data_float(od.tensors[0])[0];
 
     struct { const char *what; size_t len; const char *patch; size_t at; const char *msg; } cases[] = {
         {"empty", 0, NULL, 0, "shorter than its 8-byte header length"},
@@ -196,7 +196,7 @@ START_TEST(test_bad_checkpoints_refused) {
     ck_assert(safetensors_load(path, &sf, err, sizeof err));
     ck_assert(!safetensors_copy_into(&sf, od, NULL, true, err, sizeof err));
     ck_assert_msg(strstr(err, "missing tensor \"tok_emb.weight\""), "%s", err);
-    ck_assert(torch_data_float(od.tensors[0])[0] == before);
+    ck_assert(ac_data_float(od.tensors[0])[0] == before);
     /* a missing file */
     ck_assert(!safetensors_load("/nonexistent/x.safetensors", &sf, err, sizeof err));
     ck_assert(strstr(err, "cannot open /nonexistent/x.safetensors") != NULL);

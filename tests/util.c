@@ -103,7 +103,7 @@ void assert_tensor_golden(Tensor *t, const char *file, const char *name, double 
     ck_assert_msg(t != NULL, "%s: no tensor (missing gradient?)", name);
     Golden g = golden(file, name);
     ck_assert_msg(g.n == torch_numel(t), "%s: %lld elements, golden has %d", name, (long long)torch_numel(t), g.n);
-    assert_close(torch_data_float(torch_contiguous(torch_detach(t))), g.v, g.n, atol, rtol, name);
+    assert_close(ac_data_float(torch_contiguous(torch_detach(t))), g.v, g.n, atol, rtol, name);
 }
 
 void assert_repr(const Tensor *t, const char *expected) {

@@ -24,9 +24,11 @@ typedef struct { int from, to; } Edge; /* from: an input; to: what uses it */
 
 typedef struct {
     Vertex *v;
-    int nv, cap_v;
+    int nv;
+    size_t cap_v;
     Edge *e;
-    int ne, cap_e;
+    int ne;
+    size_t cap_e;
     int *slot; /* hash of keys -> vertex index + 1 */
     int nslot;
 } Graph;
@@ -38,14 +40,6 @@ typedef struct {
  * since the caller's release takes it back. */
 static void *alloc(size_t n) { return ac_arena_alloc(n ? n : 1); }
 static void *zalloc(size_t n) { return memset(alloc(n), 0, n ? n : 1); }
-
-static void *grow(void *p, int *cap, size_t elem) {
-    int nc = *cap ? *cap * 2 : 64;
-    void *q = alloc(elem * (size_t)nc);
-    if (p) memcpy(q, p, elem * (size_t)*cap);
-    *cap = nc;
-    return q;
-}
 
 static size_t hash_ptr(const void *p, int n) { return (size_t)(((uintptr_t)p >> 4) * 0x9E3779B97F4A7C15ull) & (size_t)(n - 1); }
 
@@ -71,7 +65,7 @@ static void rehash(Graph *g) {
 static int add_vertex(Graph *g, VKind kind, const void *key) {
     if (g->nv >= GRAPH_MAX_VERTICES)
         ac_error("graph: more than %d nodes are too many to draw", GRAPH_MAX_VERTICES);
-    if (g->nv == g->cap_v) g->v = grow(g->v, &g->cap_v, sizeof(Vertex));
+    g->v = ac_arena_grow(g->v, (size_t)g->nv, &g->cap_v, (size_t)g->nv + 1, sizeof(Vertex));
     Vertex *v = &g->v[g->nv];
     memset(v, 0, sizeof *v);
     v->kind = kind;
@@ -89,7 +83,7 @@ static int add_vertex(Graph *g, VKind kind, const void *key) {
 }
 
 static void add_edge(Graph *g, int from, int to) {
-    if (g->ne == g->cap_e) g->e = grow(g->e, &g->cap_e, sizeof(Edge));
+    g->e = ac_arena_grow(g->e, (size_t)g->ne, &g->cap_e, (size_t)g->ne + 1, sizeof(Edge));
     g->e[g->ne++] = (Edge){from, to};
 }
 

@@ -64,7 +64,7 @@ static void load_grid(Grid *g, Tensor *w, ac_mask_mode mode) {
     g->v = ac_arena_alloc(sizeof(double) * (size_t)n); /* the caller's ac_heatmap_svg releases them */
     g->masked = ac_arena_alloc(sizeof(bool) * (size_t)n);
     ac_mark m = ac_arena_mark();
-    const float *d = torch_data_float(torch_contiguous(torch_detach(w)));
+    const float *d = ac_data_float(torch_contiguous(torch_detach(w)));
     for (int64_t i = 0; i < n; i++) g->v[i] = d[i];
     ac_arena_release(m);
     for (int64_t h = 0; h < g->H; h++) {

@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "svg.h"
-#include "toy_lm.h" /* chartext_utf8_next / _put: the project's one UTF-8 decoder and encoder */
+#include "chartext.h" /* chartext_utf8_next / _put: the project's one UTF-8 decoder and encoder */
 
 /* One code point of s at *i (advanced); U+FFFD for a byte that starts no
  * valid sequence, so any bytes give valid UTF-8 out. */
