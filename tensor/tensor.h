@@ -1,8 +1,9 @@
 /* attention.c: float32 tensors with reverse-mode autograd, mirroring PyTorch 1.13.
  *
- * Reading guide: every function is named after the PyTorch call it mirrors
- * (torch.rand -> torch_rand, x.masked_fill -> torch_masked_fill, F.softmax ->
- * torch_softmax), with the same argument order. Shapes are written with the
+ * Reading guide: every torch_ function is named after the PyTorch call it
+ * mirrors (torch.rand -> torch_rand, x.masked_fill -> torch_masked_fill,
+ * F.softmax -> torch_softmax), with the same argument order; calls PyTorch has
+ * no counterpart for (the arena, long-lived copies, raw data) take ac_. Shapes are written with the
  * SHAPE(...) macro, which plays the role of a Python tuple:
  *
  *     torch.rand(3, 2)              torch_rand(SHAPE(3, 2))
@@ -98,7 +99,7 @@ void ac_fail_alloc_at(uint64_t n);
 uint64_t ac_alloc_count(void);                       /* allocations so far (malloc'd and arena blocks) */
 Tensor *ac_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape); /* long-lived zeros, no arena copy */
-void ac_free(Tensor *t);           /* frees a ac_persist tensor and its .grad */
+void ac_free(Tensor *t);              /* frees an ac_persist tensor and its .grad */
 
 /* ---- exact or fast math -------------------------------------------------------
  * Fast (the default): matmul with fused multiply-adds and the widest vectors
