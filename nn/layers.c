@@ -15,9 +15,10 @@ static void *nn_alloc_(size_t n) {
 static Tensor *linear_fwd(nn_Module *m, Tensor *x) { return nn_Linear_forward((nn_Linear *)m, x); }
 
 nn_Linear *nn_Linear_new(int64_t in_features, int64_t out_features, bool bias) {
-    if (in_features < 0 || out_features < 0)
-        ac_error("Linear: in_features (%lld) and out_features (%lld) must be >= 0", (long long)in_features,
-                 (long long)out_features);
+    if (in_features < 0 || out_features < 0) /* PyTorch's error: the weight's shape (out, in) */
+        ac_error("Linear: Trying to create tensor with negative dimension %lld: [%lld, %lld]",
+                 (long long)(out_features < 0 ? out_features : in_features), (long long)out_features,
+                 (long long)in_features);
     nn_Linear *l = NEW(nn_Linear);
     nn_module_init(&l->module, "Linear", linear_fwd);
     l->in_features = in_features;
@@ -78,7 +79,7 @@ Tensor *nn_Embedding_forward(nn_Embedding *self, Tensor *indices) {
 static Tensor *dropout_fwd(nn_Module *m, Tensor *x) { return nn_Dropout_forward((nn_Dropout *)m, x); }
 
 nn_Dropout *nn_Dropout_new(double p) {
-    if (!(p >= 0.0 && p <= 1.0)) ac_error("Dropout: dropout probability has to be between 0 and 1, but got %g", p);
+    if (!(p >= 0.0 && p <= 1.0)) ac_raise(AC_VALUE_ERROR, "Dropout: dropout probability has to be between 0 and 1, but got %g", p);
     nn_Dropout *d = NEW(nn_Dropout);
     nn_module_init(&d->module, "Dropout", dropout_fwd);
     d->p = p;

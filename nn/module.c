@@ -146,6 +146,6 @@ int nn_ModuleList_len(nn_ModuleList *self) { return self->module.n_children; }
 
 nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i) {
     int n = self->module.n_children;
-    if (i < -n || i >= n) ac_error("ModuleList: index %d is out of range (len %d)", i, n);
+    if (i < -n || i >= n) ac_raise(AC_INDEX_ERROR, "ModuleList: index %d is out of range (len %d)", i, n);
     return self->module.children[i < 0 ? i + n : i].m;
 }

@@ -13,14 +13,18 @@
 /* Everything is checked before anything is allocated, and the optimizer and
  * its arrays are one allocation: an error leaves nothing behind. */
 static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, double weight_decay) {
-    if (!(lr >= 0.0)) ac_error("optim: Invalid learning rate: %g", lr);
-    if (!(weight_decay >= 0.0)) ac_error("optim: Invalid weight_decay value: %g", weight_decay);
-    if (params.n <= 0) ac_error("optim: optimizer got an empty parameter list");
+    const char *op = kind == OPTIM_SGD ? "SGD" : kind == OPTIM_ADAM ? "Adam" : "AdamW";
+    char b[32];
+    if (!(lr >= 0.0)) ac_raise(AC_VALUE_ERROR, "%s: Invalid learning rate: %s", op, ac_pyfloat(lr, b));
+    if (!(weight_decay >= 0.0)) ac_raise(AC_VALUE_ERROR, "%s: Invalid weight_decay value: %s", op, ac_pyfloat(weight_decay, b));
+    if (params.n <= 0) ac_raise(AC_VALUE_ERROR, "%s: optimizer got an empty parameter list", op);
     for (int i = 0; i < params.n; i++) {
         Tensor *p = params.tensors[i];
-        if (!p || !p->requires_grad || p->grad_fn)
-            ac_error("optim: can't optimize a non-leaf Tensor or one that does not require grad (parameter %d, %s)",
-                     i, params.names && params.names[i] ? params.names[i] : "?");
+        const char *name = params.names && params.names[i] ? params.names[i] : "?";
+        if (!p) ac_raise(AC_TYPE_ERROR, "%s: parameter %d (%s) is NULL", op, i, name);
+        if (p->grad_fn) ac_raise(AC_VALUE_ERROR, "%s: can't optimize a non-leaf Tensor (parameter %d, %s)", op, i, name);
+        if (!p->requires_grad) /* PyTorch would keep it and never change it; here it is a mistake to say */
+            ac_raise(AC_VALUE_ERROR, "%s: parameter %d (%s) does not require grad", op, i, name);
     }
     size_t n = (size_t)params.n;
     size_t head = (sizeof(optim_Optimizer) + sizeof(double) - 1) / sizeof(double) * sizeof(double);
@@ -40,9 +44,10 @@ static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, d
 
 optim_Optimizer *optim_SGD(nn_TensorList params, double lr, double momentum, double dampening, double weight_decay,
                            bool nesterov) {
-    if (!(momentum >= 0.0)) ac_error("SGD: Invalid momentum value: %g", momentum);
+    char b[32];
+    if (!(momentum >= 0.0)) ac_raise(AC_VALUE_ERROR, "SGD: Invalid momentum value: %s", ac_pyfloat(momentum, b));
     if (nesterov && (momentum <= 0 || dampening != 0))
-        ac_error("SGD: Nesterov momentum requires a momentum and zero dampening");
+        ac_raise(AC_VALUE_ERROR, "SGD: Nesterov momentum requires a momentum and zero dampening");
     optim_Optimizer *o = make(OPTIM_SGD, params, lr, weight_decay);
     o->momentum = momentum;
     o->dampening = dampening;
@@ -53,9 +58,10 @@ optim_Optimizer *optim_SGD(nn_TensorList params, double lr, double momentum, dou
 static optim_Optimizer *adam(optim_kind kind, nn_TensorList params, double lr, double beta1, double beta2,
                              double eps, double weight_decay, bool amsgrad) {
     const char *name = kind == OPTIM_ADAM ? "Adam" : "AdamW";
-    if (!(eps >= 0.0)) ac_error("%s: Invalid epsilon value: %g", name, eps);
-    if (!(beta1 >= 0.0 && beta1 < 1.0)) ac_error("%s: Invalid beta parameter at index 0: %g", name, beta1);
-    if (!(beta2 >= 0.0 && beta2 < 1.0)) ac_error("%s: Invalid beta parameter at index 1: %g", name, beta2);
+    char b[32];
+    if (!(eps >= 0.0)) ac_raise(AC_VALUE_ERROR, "%s: Invalid epsilon value: %s", name, ac_pyfloat(eps, b));
+    if (!(beta1 >= 0.0 && beta1 < 1.0)) ac_raise(AC_VALUE_ERROR, "%s: Invalid beta parameter at index 0: %s", name, ac_pyfloat(beta1, b));
+    if (!(beta2 >= 0.0 && beta2 < 1.0)) ac_raise(AC_VALUE_ERROR, "%s: Invalid beta parameter at index 1: %s", name, ac_pyfloat(beta2, b));
     optim_Optimizer *o = make(kind, params, lr, weight_decay);
     o->beta1 = beta1;
     o->beta2 = beta2;

@@ -1,9 +1,11 @@
 /* Errors: a kind (the Python exception PyTorch raises) and one formatted
  * message, handed to the installed handler. The default handler prints them
  * the way Python's traceback ends ("IndexError: ...") and aborts. */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <pthread.h>
 
@@ -37,6 +39,18 @@ void ac_set_error_handler(ac_error_handler fn, void *user) {
 
 const char *ac_last_error(void) { return last_message; }
 ac_error_kind ac_last_error_kind(void) { return last_kind; }
+
+/* Python's repr of a float: the shortest digits that read back, "1.0" not "1". */
+const char *ac_pyfloat(double v, char buf[32]) {
+    if (isnan(v)) return "nan";
+    if (isinf(v)) return v > 0 ? "inf" : "-inf";
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, 32, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v) break;
+    }
+    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    return buf;
+}
 
 const char *ac_error_kind_name(ac_error_kind kind) {
     switch (kind) {

@@ -134,6 +134,9 @@ static inline int64_t ac_rows(const Tensor *t) {
  * for ac_parallel_chunks(n, grain) chunks. */
 void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, void *ctx);
 void ac_parallel_shutdown(void); /* stop the workers (ac_shutdown does) */
+/* Tests only: a worker sleeps this long between reading a job's generation and
+ * the job, as a descheduled one would (the window of an old race). */
+extern _Atomic int ac_pool_test_delay_us;
 
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);

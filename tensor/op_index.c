@@ -8,10 +8,11 @@
 /* A contiguous int64 copy of idx, every index checked (negative ones wrapped when allowed). */
 static Tensor *checked_indices(Tensor *idx, int64_t limit, bool wrap_negative, const char *op) {
     ac_check_defined(idx, op);
-    if (idx->dtype != AC_INT64)
-        ac_error("%s: Expected tensor for argument #1 'indices' to have scalar type Long; but got %s instead",
-                 op, ac_dtype_name(idx->dtype));
-    Tensor *c = ac_materialize(idx);
+    if (idx->dtype != AC_INT64 && idx->dtype != AC_INT32)
+        ac_error("%s: Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, "
+                 "Int; but got torch.%sTensor instead (while checking arguments for %s)", op, ac_dtype_name(idx->dtype), op);
+    Tensor *c = idx->dtype == AC_INT64 ? ac_materialize(idx) : ac_new(AC_INT64, idx->ndim, idx->shape);
+    if (idx->dtype == AC_INT32) torch_copy_(c, idx); /* an int32 index works as in PyTorch */
     int64_t *p = c->data;
     for (int64_t i = 0, n = torch_numel(idx); i < n; i++) {
         if (wrap_negative && p[i] < 0 && p[i] >= -limit) p[i] += limit;

@@ -27,8 +27,13 @@
 #define MAX_THREADS 256
 #define SPIN 20000 /* polls before a worker sleeps: a step's many small ops find it awake */
 
-/* The job is written by the dispatching thread, then `generation` is bumped
- * (release); a worker that sees the new generation (acquire) reads the job. */
+/* The job is published as a sequence lock: the dispatching thread makes
+ * `generation` odd (writing), writes the job, makes it even again (release).
+ * A worker reads an even generation, the job, then the generation again, and
+ * takes the job only if it did not change. A worker with no chunk in a job is
+ * not waited for, so it may wake up while the next job is being written: the
+ * check keeps it from running a chunk of a half-written job, or one chunk
+ * twice (which made a result depend, rarely, on the thread count). */
 static struct {
     pthread_mutex_t lock;
     pthread_cond_t work;
@@ -53,6 +58,7 @@ static inline void cpu_relax(void) {
 }
 
 static int num_threads; /* 0: not decided yet */
+_Atomic int ac_pool_test_delay_us;
 static pthread_mutex_t dispatch = PTHREAD_MUTEX_INITIALIZER; /* one parallel_for at a time */
 static _Thread_local bool in_task;
 
@@ -123,10 +129,20 @@ static void *worker(void *arg) {
                 pthread_cond_wait(&pool.work, &pool.lock);
             pthread_mutex_unlock(&pool.lock);
         }
-        seen = atomic_load_explicit(&pool.generation, memory_order_acquire);
-        if (pool.quit) break;
-        if (id >= pool.n_chunks) continue;
-        run_chunk(id);
+        uint64_t g = atomic_load_explicit(&pool.generation, memory_order_acquire);
+        if (g & 1) { /* being written */
+            cpu_relax();
+            continue;
+        }
+        if (ac_pool_test_delay_us) usleep((useconds_t)ac_pool_test_delay_us); /* tests: a worker late here */
+        bool quit = pool.quit;
+        int n_chunks = pool.n_chunks;
+        atomic_thread_fence(memory_order_acquire);
+        if (atomic_load_explicit(&pool.generation, memory_order_relaxed) != g) continue; /* changed while read */
+        seen = g;
+        if (quit) break;
+        if (id >= n_chunks) continue;
+        run_chunk(id); /* the job cannot change until this chunk is counted */
         atomic_fetch_sub_explicit(&pool.pending, 1, memory_order_release);
     }
     ac_shutdown(); /* this worker's arena */
@@ -140,6 +156,8 @@ void ac_parallel_shutdown(void) {
     pthread_mutex_lock(&dispatch);
     if (pool.n_workers > 0) {
         pthread_mutex_lock(&pool.lock);
+        atomic_fetch_add_explicit(&pool.generation, 1, memory_order_relaxed); /* odd: writing */
+        atomic_thread_fence(memory_order_release);
         pool.quit = true;
         atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
         pthread_cond_broadcast(&pool.work);
@@ -156,6 +174,7 @@ static void forked_child(void) {
     pool.n_workers = 0;
     pool.quit = false;
     atomic_store(&pool.pending, 0);
+    if (atomic_load(&pool.generation) & 1) atomic_fetch_add(&pool.generation, 1); /* forked mid-write */
     pthread_mutex_init(&pool.lock, NULL);
     pthread_cond_init(&pool.work, NULL);
     pthread_mutex_init(&dispatch, NULL);
@@ -185,6 +204,8 @@ void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, v
         fn(ctx, 0, n, 0);
         return;
     }
+    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_relaxed); /* odd: writing */
+    atomic_thread_fence(memory_order_release);
     pool.n = n;
     pool.chunk = chunk;
     pool.n_chunks = (int)((n + pool.chunk - 1) / pool.chunk);
@@ -192,7 +213,7 @@ void ac_parallel_for_max(int64_t n, int64_t grain, int max_chunks, ac_task fn, v
     pool.ctx = ctx;
     atomic_store_explicit(&pool.pending, pool.n_chunks - 1, memory_order_relaxed);
     pthread_mutex_lock(&pool.lock); /* a worker between its last poll and its wait must not miss this */
-    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release);
+    atomic_fetch_add_explicit(&pool.generation, 1, memory_order_release); /* even: published */
     pthread_cond_broadcast(&pool.work);
     pthread_mutex_unlock(&pool.lock);
     in_task = true;

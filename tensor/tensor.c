@@ -254,7 +254,7 @@ double ac_get(Tensor *t, int n, const int64_t *index) {
     for (int i = 0; i < n; i++) {
         int64_t k = index[i];
         if (k < -t->shape[i] || k >= t->shape[i])
-            ac_error("get: index %lld is out of bounds for dimension %d with size %lld",
+            ac_raise(AC_INDEX_ERROR, "get: index %lld is out of bounds for dimension %d with size %lld",
                      (long long)k, i, (long long)t->shape[i]);
         if (k < 0) k += t->shape[i];
         off += k * t->stride[i];
@@ -337,7 +337,8 @@ Tensor *torch_arange(int64_t end) {
 }
 
 Tensor *torch_arange_float(double start, double end, double step) {
-    if (step == 0 || (end - start) / step < 0 || !isfinite(start) || !isfinite(end))
+    if (step == 0) ac_error("arange: step must be nonzero");
+    if ((end - start) / step < 0 || !isfinite(start) || !isfinite(end))
         ac_error("arange: upper bound and larger bound inconsistent with step sign "
                  "(start=%g, end=%g, step=%g)", start, end, step);
     int64_t n = (int64_t)ceil((end - start) / step);

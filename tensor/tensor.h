@@ -131,6 +131,7 @@ typedef enum {
     AC_TYPE_ERROR,        /* TypeError: an argument of the wrong kind */
 } ac_error_kind;
 const char *ac_error_kind_name(ac_error_kind kind);  /* "RuntimeError", "IndexError", ... */
+const char *ac_pyfloat(double v, char buf[32]);      /* a float as Python prints it ("1.0", "0.1"), for messages */
 typedef void (*ac_error_handler)(ac_error_kind kind, const char *message, void *user);
 /* This thread's handler; NULL: the default, which prints "IndexError: <message>"
  * (the kind's name) to stderr and aborts. A handler must not return: longjmp or exit. */

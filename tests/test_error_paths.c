@@ -132,15 +132,15 @@ START_TEST(test_optimizer_errors) {
     Tensor *p = nn_Parameter(torch_rand(SHAPE(2)));
     const char *nm[] = {"p"};
     nn_TensorList ps = {1, nm, &p};
-    EXPECT_ERROR("optim: Invalid learning rate: -1", optim_SGD(ps, -1, 0, 0, 0, false));
-    EXPECT_ERROR("optim: Invalid weight_decay value: -1", optim_SGD(ps, 0.1, 0, 0, -1, false));
-    EXPECT_ERROR("optim: optimizer got an empty parameter list", optim_SGD((nn_TensorList){0}, 0.1, 0, 0, 0, false));
+    EXPECT_ERROR("SGD: Invalid learning rate: -1.0", optim_SGD(ps, -1, 0, 0, 0, false));
+    EXPECT_ERROR("SGD: Invalid weight_decay value: -1.0", optim_SGD(ps, 0.1, 0, 0, -1, false));
+    EXPECT_ERROR("SGD: optimizer got an empty parameter list", optim_SGD((nn_TensorList){0}, 0.1, 0, 0, 0, false));
     Tensor *leaf = torch_rand(SHAPE(2));
-    EXPECT_ERROR("optim", optim_SGD((nn_TensorList){1, NULL, &leaf}, 0.1, 0, 0, 0, false));
-    EXPECT_ERROR("SGD: Invalid momentum value: -1", optim_SGD(ps, 0.1, -1, 0, 0, false));
+    EXPECT_ERROR("SGD: parameter 0 (?) does not require grad", optim_SGD((nn_TensorList){1, NULL, &leaf}, 0.1, 0, 0, 0, false));
+    EXPECT_ERROR("SGD: Invalid momentum value: -1.0", optim_SGD(ps, 0.1, -1, 0, 0, false));
     EXPECT_ERROR("SGD: Nesterov momentum requires a momentum and zero dampening", optim_SGD(ps, 0.1, 0.9, 0.1, 0, true));
-    EXPECT_ERROR("Adam: Invalid epsilon value: -1", optim_Adam(ps, 0.1, 0.9, 0.999, -1, 0, false));
-    EXPECT_ERROR("Adam: Invalid beta parameter at index 0: 1", optim_Adam(ps, 0.1, 1.0, 0.999, 1e-8, 0, false));
+    EXPECT_ERROR("Adam: Invalid epsilon value: -1.0", optim_Adam(ps, 0.1, 0.9, 0.999, -1, 0, false));
+    EXPECT_ERROR("Adam: Invalid beta parameter at index 0: 1.0", optim_Adam(ps, 0.1, 1.0, 0.999, 1e-8, 0, false));
     EXPECT_ERROR("AdamW: Invalid beta parameter at index 1: -0.5", optim_AdamW(ps, 0.1, 0.9, -0.5, 1e-8, 0, false));
     optim_free(NULL);
     /* load_state_dict: every refusal, and nothing changed by any of them */

@@ -7,8 +7,12 @@
  *
  * Errors with no PyTorch counterpart are tested where they live: the limits
  * of this library (at most 8 dims), the file formats (test_hostile.c,
- * test_error_paths.c), dtypes PyTorch would accept and convert, dropout_p > 0
- * in the fused attention. */
+ * test_error_paths.c), dtypes PyTorch would accept and convert (ours say
+ * "expected a tensor of dtype Float"; PyTorch names an internal kernel,
+ * '"softmax_lastdim_kernel_impl" not implemented for 'Long''), the module
+ * asserts PyTorch raises as AssertionError (num_heads, padding_idx), a
+ * parameter that does not require grad (PyTorch keeps it unchanged),
+ * dropout_p > 0 in the fused attention (PyTorch 2.x's call). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -126,6 +130,37 @@ C(gather_bounds, "gather", torch_gather(O(3, 4), 1, torch_tensor_long((const int
 C(gather_dtype, "gather", torch_gather(O(3, 4), 1, torch_tensor((const float[]){1}, SHAPE(1, 1))))
 C(gather_size, "gather", torch_gather(O(3, 4), 1, torch_zeros_dtype(SHAPE(4, 1), AC_INT64)))
 C(scatter_add_bounds, "scatter_add", torch_scatter_add(O(3, 4), 0, torch_tensor_long((const int64_t[]){3}, SHAPE(1, 1)), O(1, 1)))
+static Tensor *param(void) { return RG(O(2)); }
+static nn_TensorList one(Tensor *t) {
+    static const char *names[1] = {"p"};
+    static Tensor *ts[1];
+    ts[0] = t;
+    return (nn_TensorList){1, names, ts};
+}
+static Tensor *opt(optim_Optimizer *o) { optim_free(o); return NULL; }
+static Tensor *module_list(void) {
+    nn_ModuleList *l = nn_ModuleList_new();
+    nn_ModuleList_append(l, &nn_GELU_new()->module);
+    nn_Module *m = nn_ModuleList_get(l, 5);
+    nn_free(&l->module);
+    return m ? NULL : NULL;
+}
+C(optim_lr, "Adam", opt(optim_Adam(one(param()), -1.0, 0.9, 0.999, 1e-8, 0, false)))
+C(optim_weight_decay, "AdamW", opt(optim_AdamW(one(param()), 1e-3, 0.9, 0.999, 1e-8, -1.0, false)))
+C(optim_empty, "SGD", opt(optim_SGD((nn_TensorList){0, NULL, NULL}, 0.1, 0, 0, 0, false)))
+C(optim_nonleaf, "SGD", opt(optim_SGD(one(torch_mul_scalar(param(), 2)), 0.1, 0, 0, 0, false)))
+C(sgd_momentum, "SGD", opt(optim_SGD(one(param()), 0.1, -1.0, 0, 0, false)))
+C(sgd_nesterov, "SGD", opt(optim_SGD(one(param()), 0.1, 0, 0, 0, true)))
+C(adam_eps, "Adam", opt(optim_Adam(one(param()), 1e-3, 0.9, 0.999, -1.0, 0, false)))
+C(adam_beta1, "Adam", opt(optim_Adam(one(param()), 1e-3, 1.0, 0.999, 1e-8, 0, false)))
+C(adam_beta2, "Adam", opt(optim_Adam(one(param()), 1e-3, 0.9, -0.5, 1e-8, 0, false)))
+C(linear_negative, "Linear", (nn_free(&nn_Linear_new(-1, 2, true)->module), NULL))
+C(dropout_module_p, "Dropout", (nn_free(&nn_Dropout_new(1.5)->module), NULL))
+C(modulelist_index, "ModuleList", module_list())
+C(embedding_indices_dtype, "embedding", torch_embedding(O(5, 2), O(2), -1))
+C(getitem_bounds, "get", (ac_get(O(3, 2), 2, (const int64_t[]){5, 0}), NULL))
+C(arange_negative, "arange", torch_arange(-1))
+C(arange_step, "arange", torch_arange_float(0, 1, 0))
 #undef C
 
 #define E(name, op) {#name, op, name##_call}
@@ -157,6 +192,11 @@ static const Case cases[] = {
     E(flatten_order, "flatten"), E(chunk_zero, "chunk"), E(chunk_0d, "chunk"), E(split_zero, "split"),
     E(split_sizes_sum, "split_with_sizes"), E(gather_dims, "gather"), E(gather_bounds, "gather"),
     E(gather_dtype, "gather"), E(gather_size, "gather"), E(scatter_add_bounds, "scatter_add"),
+    E(optim_lr, "Adam"), E(optim_weight_decay, "AdamW"), E(optim_empty, "SGD"), E(optim_nonleaf, "SGD"),
+    E(sgd_momentum, "SGD"), E(sgd_nesterov, "SGD"), E(adam_eps, "Adam"), E(adam_beta1, "Adam"), E(adam_beta2, "Adam"),
+    E(linear_negative, "Linear"), E(dropout_module_p, "Dropout"), E(modulelist_index, "ModuleList"),
+    E(embedding_indices_dtype, "embedding"), E(getitem_bounds, "get"), E(arange_negative, "arange"),
+    E(arange_step, "arange"),
 };
 
 /* PyTorch's line for `name`: its kind and message (pointers into the file's text). */

@@ -102,6 +102,22 @@ CASES = [
     ('gather_dtype', lambda: o(3, 4).gather(1, L([1.]))),
     ('gather_size', lambda: o(3, 4).gather(1, torch.zeros(4, 1, dtype=torch.long))),
     ('scatter_add_bounds', lambda: o(3, 4).scatter_add(0, L([3]), o(1, 1))),
+    ('optim_lr', lambda: torch.optim.Adam([o(2, requires_grad=True)], lr=-1.0)),
+    ('optim_weight_decay', lambda: torch.optim.AdamW([o(2, requires_grad=True)], weight_decay=-1.0)),
+    ('optim_empty', lambda: torch.optim.SGD([], lr=0.1)),
+    ('optim_nonleaf', lambda: torch.optim.SGD([o(2, requires_grad=True) * 2], lr=0.1)),
+    ('sgd_momentum', lambda: torch.optim.SGD([o(2, requires_grad=True)], lr=0.1, momentum=-1.0)),
+    ('sgd_nesterov', lambda: torch.optim.SGD([o(2, requires_grad=True)], lr=0.1, nesterov=True)),
+    ('adam_eps', lambda: torch.optim.Adam([o(2, requires_grad=True)], eps=-1.0)),
+    ('adam_beta1', lambda: torch.optim.Adam([o(2, requires_grad=True)], betas=(1.0, 0.999))),
+    ('adam_beta2', lambda: torch.optim.Adam([o(2, requires_grad=True)], betas=(0.9, -0.5))),
+    ('linear_negative', lambda: torch.nn.Linear(-1, 2)),
+    ('dropout_module_p', lambda: torch.nn.Dropout(1.5)),
+    ('modulelist_index', lambda: torch.nn.ModuleList([torch.nn.GELU()])[5]),
+    ('embedding_indices_dtype', lambda: F.embedding(o(2), o(5, 2))),
+    ('getitem_bounds', lambda: o(3, 2)[5, 0]),
+    ('arange_negative', lambda: torch.arange(-1)),
+    ('arange_step', lambda: torch.arange(0., 1., 0.)),
 ]
 
 with open(os.path.join(ROOT, 'tests', 'data', 'error_table.txt'), 'w') as f:
