@@ -2,6 +2,7 @@
  * random shapes (empty dims included), runs random ops on them with random
  * dims, indices and values, then backward(). Errors are fine; a crash, a
  * sanitizer report, or a gradient of the wrong shape is not. */
+#include <math.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
@@ -40,7 +41,7 @@ static Tensor *random_tensor(Input *in, bool index) {
 
 static void step(Input *in) {
     Tensor *a = pick(in), *b = pick(in), *r = NULL;
-    int op = byte(in) % 40;
+    int op = byte(in) % 66;
     int64_t d = small(in), e = small(in);
     switch (op) {
     case 0: r = random_tensor(in, false); break;
@@ -83,6 +84,38 @@ static void step(Input *in) {
     case 37: r = torch_cross_entropy(a, b, small(in)); break;
     case 38: r = torch_nll_loss(a, b, small(in)); break;
     case 39: r = torch_linear(a, b, byte(in) & 1 ? NULL : pick(in)); break;
+    /* the calls of issue 10, in-place writes included (into views, through autograd) */
+    case 40: r = byte(in) & 1 ? torch_sigmoid(a) : torch_silu(a); break;
+    case 41: r = torch_softplus(a, (double)(e ? e : 1), (double)d); break;
+    case 42: r = byte(in) & 1 ? torch_abs(a) : torch_clamp(a, (double)d / 4, e & 1 ? NAN : (double)e / 4); break;
+    case 43: r = torch_where(torch_to_bool(pick(in)), a, b); break;
+    case 44: r = byte(in) & 1 ? torch_max(a) : torch_min(a); break;
+    case 45: r = (byte(in) & 1 ? torch_max_dim(a, d, e & 1) : torch_min_dim(a, d, e & 1)).values; break;
+    case 46: r = byte(in) & 1 ? torch_amax(a, 2, (int64_t[]){d, e}, false) : torch_amin(a, 1, (int64_t[]){d}, true); break;
+    case 47: r = torch_topk(a, e, d, byte(in) & 1, true).values; break;
+    case 48: r = torch_repeat(a, 3, (int64_t[]){d, e, small(in)}); break;
+    case 49: r = torch_expand(a, 3, (int64_t[]){d, e, small(in)}); break;
+    case 50: r = torch_permute(a, a ? a->ndim : 0, (int64_t[]){d, e, small(in), 0, 0, 0, 0, 0}); break;
+    case 51: r = torch_flatten(a, d, e); break;
+    case 52: {
+        int n = 0;
+        Tensor **c = byte(in) & 1 ? torch_chunk(a, e, d, &n) : torch_split(a, e, d, &n);
+        r = n ? c[byte(in) % n] : NULL;
+        break;
+    }
+    case 53: r = torch_split_with_sizes(a, 2, (int64_t[]){d, e}, small(in), &(int){0})[0]; break;
+    case 54: r = torch_gather(a, d, b); break;
+    case 55: r = torch_scatter_add(a, d, b, pick(in)); break;
+    case 56: r = torch_fill_(a, (double)e); break;
+    case 57: r = torch_zero_(a); break;
+    case 58: r = torch_copy_(a, b); break;
+    case 59: r = torch_masked_fill_(a, torch_to_bool(b), (double)e); break;
+    case 60: r = torch_index_put_(a, b, pick(in), byte(in) & 1); break;
+    case 61: r = torch_fill_(torch_select(a, d, e), (double)e); break;
+    case 62: r = torch_copy_(torch_slice(a, d, e, small(in)), b); break;
+    case 63: r = torch_detach(a); break;
+    case 64: if (a && a->requires_grad) torch_retain_grad(a); r = a; break;
+    case 65: r = torch_clone(a); break;
     }
     if (r) push(r);
 }

@@ -162,6 +162,7 @@ void optim_step(optim_Optimizer *o) {
         int64_t n = torch_numel(p);
         if (o->kind == OPTIM_SGD) sgd_update(o, i, ac_data_float(p), ac_data_float(p->grad), n);
         else adam_update(o, i, ac_data_float(p), ac_data_float(p->grad), n);
+        ac_bump_version(p); /* p.add_(...) in PyTorch: a graph that saved p cannot be used again */
     }
     torch_no_grad_exit(prev);
 }

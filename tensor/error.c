@@ -40,15 +40,21 @@ void ac_set_error_handler(ac_error_handler fn, void *user) {
 const char *ac_last_error(void) { return last_message; }
 ac_error_kind ac_last_error_kind(void) { return last_kind; }
 
-/* Python's repr of a float: the shortest digits that read back, "1.0" not "1". */
+/* Python's repr of a float: the shortest digits that read back, positional
+ * for exponents from -4 to 15 ("1.0", "100000.0", "0.0001"), else "1e-08". */
 const char *ac_pyfloat(double v, char buf[32]) {
     if (isnan(v)) return "nan";
     if (isinf(v)) return v > 0 ? "inf" : "-inf";
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, 32, "%.*g", prec, v);
+    int prec = 1;
+    for (; prec < 17; prec++) {
+        snprintf(buf, 32, "%.*e", prec - 1, v);
         if (strtod(buf, NULL) == v) break;
     }
-    if (!strpbrk(buf, ".e")) strcat(buf, ".0");
+    snprintf(buf, 32, "%.*e", prec - 1, v);
+    int e = atoi(strchr(buf, 'e') + 1);
+    if (e < -4 || e >= 16) return buf; /* C's exponent has two digits at least, as Python's */
+    snprintf(buf, 32, "%.*f", prec - 1 - e > 0 ? prec - 1 - e : 0, v);
+    if (!strchr(buf, '.')) strcat(buf, ".0");
     return buf;
 }
 

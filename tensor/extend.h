@@ -35,6 +35,13 @@ Tensor *ac_grad_fn_input(const struct Node *fn, int k);
 struct Node *ac_grad_fn_next(const struct Node *fn, int k);
 bool ac_grad_fn_needs(const struct Node *fn, int k);
 
+/* ---- writing a tensor's data directly ------------------------------------------
+ * After writing through ac_data_float (as an optimizer's step does), tell
+ * autograd: t._version += 1 (its views share the counter), so a backward
+ * that saved the old values raises PyTorch's "modified by an inplace
+ * operation" error instead of computing with the new ones. */
+void ac_bump_version(Tensor *t);
+
 /* ---- checks -------------------------------------------------------------------- */
 /* Is t a state torch_set_rng_state accepts? If not, why, in err. */
 bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen);

@@ -18,7 +18,6 @@ typedef struct TensorImpl {
     bool retains_grad;        /* retain_grad(): a non-leaf keeps its .grad */
 } TensorImpl;
 static inline TensorImpl *ac_impl(const Tensor *t) { return (TensorImpl *)(uintptr_t)t; }
-void ac_bump_version(Tensor *t); /* an in-place write: t._version += 1 (views share it) */
 void ac_check_inplace(Tensor *t, const char *op); /* PyTorch's leaf / view-of-leaf refusals */
 
 /* One node of the backward graph: what made a tensor, and how to send its

@@ -126,7 +126,7 @@ torch_return_types torch_topk(Tensor *a, int64_t k, int64_t dim, bool largest, b
         for (int64_t i = 0; i < inner; i++) {
             for (int64_t j = 0; j < size; j++) e[j] = (Entry){x[(o * size + j) * inner + i], j};
             qsort(e, (size_t)size, sizeof *e, largest ? cmp_largest : cmp_smallest);
-            for (int64_t j = 0; j < k; j++) {
+            for (int64_t j = 0; j < (a->ndim ? k : 1); j++) { /* a 0-d input gives its element, k = 0 too (PyTorch) */
                 v[(o * k + j) * inner + i] = e[j].v;
                 ix[(o * k + j) * inner + i] = e[j].j;
             }

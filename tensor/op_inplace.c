@@ -43,10 +43,10 @@ void ac_check_inplace(Tensor *t, const char *op) {
     ac_check_defined(t, op);
     if (!torch_is_grad_enabled()) return;
     TensorImpl *ti = ac_impl(t);
+    if (t->requires_grad && !t->grad_fn)
+        ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
     if (ti->base && t->requires_grad && ti->base->pub.requires_grad && !ti->base->pub.grad_fn)
         ac_error("%s: a view of a leaf Variable that requires grad is being used in an in-place operation.", op);
-    if (!ti->base && t->requires_grad && !t->grad_fn)
-        ac_error("%s: a leaf Variable that requires grad is being used in an in-place operation.", op);
 }
 
 /* src's element offsets seen through dst's shape (broadcast), or an error in PyTorch's words. */
@@ -143,10 +143,11 @@ static void record(Tensor *t, InplaceSaved sv, Tensor *src) {
     sv.r.offset = t->offset - base->offset;
     Tensor *ins[2] = {base, src};
     Node *n = ac_node(ti->base ? "CopySlices" : ip_names[sv.kind], inplace_backward, base, src ? 2 : 1, ins);
+    if (!n) return; /* nothing on the base's side requires grad (t is a view that does, alone) */
     *AC_CTX(n, InplaceSaved) = sv;
     if (ti->base) {
         Node *v = ac_node("AsStridedBackward0", as_strided_backward, t, 1, &base);
-        *AC_CTX(v, Region) = sv.r;
+        if (v) *AC_CTX(v, Region) = sv.r;
     }
 }
 

@@ -113,8 +113,8 @@ bool torch_is_contiguous(const Tensor *t) {
     return true;
 }
 
-void ac_check_defined(const Tensor *t, const char *op) {
-    if (!t) ac_error("%s: expected a tensor, got NULL", op);
+void ac_check_defined(const Tensor *t, const char *op) { /* Python: "must be Tensor, not NoneType" */
+    if (!t) ac_raise(AC_TYPE_ERROR, "%s: expected a Tensor, got NULL", op);
 }
 
 void ac_check_float(const Tensor *t, const char *op) {

@@ -92,6 +92,10 @@ START_TEST(test_extremes) {
     ck_assert_str_eq(torch_grad_fn_name(r.values), "MaxBackward0");
     ck_assert(r.indices->dtype == AC_INT64 && !r.indices->requires_grad);
     ck_assert(isnan(torch_item(torch_max(torch_tensor((const float[]){1, NAN, 3}, SHAPE(3))))));
+    /* a 0-d input: its element and index 0, for k = 0 as for k = 1 (PyTorch 1.13) */
+    torch_return_types z = torch_topk(torch_requires_grad_(torch_scalar_tensor(1.5), true), 0, 0, true, true);
+    ck_assert(z.values->ndim == 0 && torch_item(z.values) == 1.5 && torch_item(z.indices) == 0);
+    torch_backward(z.values, NULL);
     ck_assert_int_eq(torch_item(torch_max_dim(torch_tensor((const float[]){1, NAN, 3}, SHAPE(3)), 0, false).indices), 1);
 }
 END_TEST
@@ -258,6 +262,15 @@ START_TEST(test_inplace_errors) {
     torch_zero_(x2);
     torch_backward(torch_sum(e), NULL);
     ck_assert(a->grad != NULL);
+    /* an optimizer's step writes its parameters in place */
+    Tensor *w = nn_Parameter(torch_ones(SHAPE(3)));
+    Tensor *l = torch_sum(torch_mul(w, w));
+    torch_backward_ex(l, NULL, true);
+    optim_Optimizer *sgd = optim_SGD((nn_TensorList){1, (const char *[]){"w"}, &w}, 0.1, 0, 0, 0, false);
+    optim_step(sgd);
+    EXPECT_ERROR("[torch.FloatTensor [3]] is at version 1; expected version 0 instead.", torch_backward(l, NULL));
+    optim_free(sgd);
+    ac_free(w);
     /* a detached tensor shares the version counter */
     Tensor *s = torch_softmax(a, 1);
     torch_zero_(torch_detach(s));

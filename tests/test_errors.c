@@ -1,5 +1,6 @@
 /* Bad input gets a clear error naming the op and the values, in PyTorch's
  * words where it has them; never a crash, never garbage. */
+#include <math.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -120,12 +121,41 @@ END_TEST
  * The child's stderr is read here, so that the suite's log shows no stray
  * "RuntimeError" line and the message itself is checked. */
 static void multiply_mismatched(void) { torch_matmul(torch_ones(SHAPE(6, 3)), torch_ones(SHAPE(2, 4))); }
+static void select_out_of_range(void) { torch_select(torch_ones(SHAPE(2)), 0, 5); }
+static void batch_mismatch(void) {
+    torch_cross_entropy(torch_ones(SHAPE(2, 3)), torch_tensor_long((const int64_t[]){0}, SHAPE(1)), -100);
+}
+static void null_input(void) { torch_exp(NULL); }
 
 START_TEST(test_default_handler_aborts) {
     char buf[512];
     int st = child_stderr(multiply_mismatched, buf, sizeof buf);
     ck_assert_msg(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT, "the default handler must abort");
     ck_assert_str_eq(buf, "RuntimeError: matmul: mat1 and mat2 shapes cannot be multiplied (6x3 and 2x4)\n");
+    /* the kind is printed as Python names it */
+    child_stderr(select_out_of_range, buf, sizeof buf);
+    ck_assert_str_eq(buf, "IndexError: select: select(): index 5 out of range for tensor of size [2] at dimension 0\n");
+    child_stderr(batch_mismatch, buf, sizeof buf);
+    ck_assert_str_eq(buf, "ValueError: cross_entropy: Expected input batch_size (2) to match target batch_size (1).\n");
+    child_stderr(null_input, buf, sizeof buf);
+    ck_assert_str_eq(buf, "TypeError: exp: expected a Tensor, got NULL\n");
+    EXPECT_ERROR("exp: expected a Tensor, got NULL", torch_exp(NULL));
+    ck_assert_int_eq(test_kind, AC_TYPE_ERROR);
+    ck_assert_int_eq(ac_last_error_kind(), AC_TYPE_ERROR);
+    ck_assert_str_eq(ac_error_kind_name(AC_INDEX_ERROR), "IndexError");
+    char b[32];
+    ck_assert_str_eq(ac_pyfloat(1.0, b), "1.0");
+    ck_assert_str_eq(ac_pyfloat(0.1, b), "0.1");
+    ck_assert_str_eq(ac_pyfloat(-0.5, b), "-0.5");
+    ck_assert_str_eq(ac_pyfloat(1e-8, b), "1e-08");
+    ck_assert_str_eq(ac_pyfloat(NAN, b), "nan");
+    /* each against Python's repr() */
+    ck_assert_str_eq(ac_pyfloat(100000.0, b), "100000.0");
+    ck_assert_str_eq(ac_pyfloat(1e16, b), "1e+16");
+    ck_assert_str_eq(ac_pyfloat(0.0001, b), "0.0001");
+    ck_assert_str_eq(ac_pyfloat(0.00001, b), "1e-05");
+    ck_assert_str_eq(ac_pyfloat(123456789.0, b), "123456789.0");
+    ck_assert_str_eq(ac_pyfloat(0.1 + 0.2, b), "0.30000000000000004");
 }
 END_TEST
 

@@ -77,8 +77,7 @@ void ac_page_code(FILE *f, const char *caption, const char *left_head, const cha
 
 void ac_page_output(FILE *f, const char *text, size_t len) {
     fputs("<h3>Output (the same from Python and from C)</h3>\n<pre class=\"out\">", f);
-    char *s = malloc(len + 1);
-    if (!s) ac_error("page: out of memory");
+    char *s = ac_malloc(len + 1);
     memcpy(s, text, len);
     s[len] = 0;
     ac_xml_escape(f, s);
@@ -123,8 +122,7 @@ static const char *comment_start(const char *s, const char *end) {
 
 static char *dup_range(const char *a, const char *b) {
     while (b > a && (b[-1] == ' ' || b[-1] == '\t' || b[-1] == '\r')) b--; /* trailing blanks */
-    char *s = malloc((size_t)(b - a) + 1);
-    if (!s) ac_error("page: out of memory");
+    char *s = ac_malloc((size_t)(b - a) + 1);
     memcpy(s, a, (size_t)(b - a));
     s[b - a] = 0;
     return s;

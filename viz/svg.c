@@ -91,7 +91,7 @@ void svg_number(char *buf, size_t n, double v) {
 
 bool ac_write_file_atomic(const char *path, bool (*draw)(FILE *f, void *user), void *user) {
     size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
+    char *tmp = ac_try_malloc(n + 5); /* reports errno, never raises: the caller says which file */
     if (!tmp) {
         errno = ENOMEM;
         return false;
