@@ -135,7 +135,7 @@ fuzz:
 coverage:
 	@command -v gcovr >/dev/null || { echo "make coverage needs gcovr: apt-get install gcovr"; exit 1; }
 	rm -rf build/cov
-	$(MAKE) --no-print-directory B=build/cov OPT="-O0 -g --coverage" LDFLAGS="--coverage" build/cov/tests
+	$(MAKE) --no-print-directory B=build/cov OPT="-O0 -g --coverage -fprofile-update=atomic" LDFLAGS="--coverage" build/cov/tests
 	-AC_BUILD=build/cov CK_FORK=yes ./build/cov/tests >build/cov/tests.log 2>&1
 	gcovr --root . --object-directory build/cov/obj --filter 'tensor/' --filter 'nn/' --filter 'optim/' --filter 'viz/' \
 	  --exclude-unreachable-branches --exclude-throw-branches --print-summary --txt build/cov/coverage.txt

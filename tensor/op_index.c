@@ -150,21 +150,20 @@ static Tensor *dim_indices(const Tensor *a, int64_t d, Tensor *index, const Tens
     if (src && (src->ndim ? src->ndim : 1) != nd)
         ac_error("%s: Index tensor must have the same number of dimensions as src tensor", op);
     for (int k = 0; k < index->ndim && a->ndim; k++) {
-        if (k != d && index->shape[k] > a->shape[k])
+        bool self_ok = k == d || index->shape[k] <= a->shape[k], src_ok = !src || index->shape[k] <= src->shape[k];
+        if (src && (!self_ok || !src_ok))
+            ac_error("%s: Expected index %s to be smaller than self %s apart from dimension %lld and to be smaller "
+                     "size than src %s", op, ac_shape_str(index), ac_shape_str(a), (long long)d, ac_shape_str(src));
+        if (!self_ok)
             ac_error("%s: Size does not match at dimension %d expected index %s to be smaller than self %s apart "
                      "from dimension %lld", op, k, ac_shape_str(index), ac_shape_str(a), (long long)d);
-        if (src && index->shape[k] > src->shape[k])
-            ac_error("%s: Size does not match at dimension %d expected index %s to be smaller than src %s", op, k,
-                     ac_shape_str(index), ac_shape_str(src));
     }
     Tensor *idx = ac_materialize(index);
     int64_t size = a->ndim ? a->shape[d] : 1, *p = idx->data;
-    for (int64_t i = 0, n = torch_numel(idx); i < n; i++)
-        if (p[i] < -size || p[i] >= size)
+    for (int64_t i = 0, n = torch_numel(idx); i < n; i++) /* no negative indices here, as in PyTorch */
+        if (p[i] < 0 || p[i] >= size)
             ac_error("%s: index %lld is out of bounds for dimension %lld with size %lld", op, (long long)p[i],
                      (long long)d, (long long)size);
-        else if (p[i] < 0)
-            p[i] += size;
     return idx;
 }
 

@@ -63,8 +63,12 @@ static void broadcast_to(const Tensor *src, const Tensor *dst, int64_t *stride, 
                 ac_error("%s: The size of tensor a (%lld) must match the size of tensor b (%lld) at non-singleton "
                          "dimension %d", op, (long long)t, (long long)s, dst->ndim - 1 - d);
         }
-        ac_error("%s: %s of shape %s cannot be broadcast to the destination's shape %s", op, what, ac_shape_str(src),
-                 ac_shape_str(dst));
+        int nd;
+        int64_t shape[AC_MAX_DIMS];
+        if (ac_broadcast_shape(src, dst, &nd, shape))
+            ac_error("%s: output with shape %s doesn't match the broadcast shape %s (%s)", op, ac_shape_str(dst),
+                     ac_dims_str(nd, shape), what);
+        ac_error("%s: %s of shape %s cannot be broadcast to %s", op, what, ac_shape_str(src), ac_shape_str(dst));
     }
     for (int d = 0; d < dst->ndim; d++) {
         int sd = d - (dst->ndim - src->ndim);
@@ -238,7 +242,8 @@ Tensor *torch_index_put_(Tensor *t, Tensor *index, Tensor *values, bool accumula
     ac_check_inplace(t, "index_put_");
     if (t->ndim == 0) ac_raise(AC_INDEX_ERROR, "index_put_: too many indices for tensor of dimension 0");
     if (index->dtype != AC_INT64)
-        ac_raise(AC_INDEX_ERROR, "index_put_: tensors used as indices must be long, int, byte or bool tensors");
+        ac_raise(AC_INDEX_ERROR, "index_put_: tensors used as indices must be long, byte or bool tensors (got %s)",
+                 ac_dtype_name(index->dtype));
     if (values->dtype != t->dtype)
         ac_error("index_put_: Index put requires the source and destination dtypes match, got %s for the "
                  "destination and %s for the source.", ac_dtype_name(t->dtype), ac_dtype_name(values->dtype));

@@ -383,6 +383,33 @@ START_TEST(test_no_grad_scope) {
 }
 END_TEST
 
+/* The rest of the new calls' edges: refusals of ours, ties, empty pieces. */
+START_TEST(test_call_edges) {
+    /* topk: equal values come in index order here; which of several equal
+     * values PyTorch keeps at the cut may differ (its partial sort) */
+    Tensor *t = torch_tensor((const float[]){2, 1, 2, 1}, SHAPE(4));
+    torch_return_types small = torch_topk(t, 2, 0, false, true);
+    ck_assert(ac_data_long(small.indices)[0] == 1 && ac_data_long(small.indices)[1] == 3);
+    torch_return_types big = torch_topk(t, 2, 0, true, true);
+    ck_assert(ac_data_long(big.indices)[0] == 0 && ac_data_long(big.indices)[1] == 2);
+    int n;
+    Tensor **c = torch_chunk(torch_zeros(SHAPE(0, 2)), 3, 0, &n); /* PyTorch: 3 empty pieces */
+    ck_assert(n == 3 && c[2]->shape[0] == 0);
+    EXPECT_ERROR("copy_: a Long destination cannot carry the gradient of a Float source",
+                 torch_copy_(torch_zeros_dtype(SHAPE(2), AC_INT64), torch_requires_grad_(torch_ones(SHAPE(2)), true)));
+    EXPECT_ERROR("masked_fill_: masked_fill_ only supports boolean masks", torch_masked_fill_(torch_ones(SHAPE(2)), torch_ones(SHAPE(2)), 0));
+    EXPECT_ERROR("index_put_: too many indices for tensor of dimension 0",
+                 torch_index_put_(torch_scalar_tensor(1), torch_tensor_long((const int64_t[]){0}, SHAPE(1)), torch_scalar_tensor(2), false));
+    ck_assert_int_eq(test_kind, AC_INDEX_ERROR);
+    EXPECT_ERROR("scatter_add: Index tensor must have the same number of dimensions as src tensor",
+                 torch_scatter_add(torch_ones(SHAPE(3, 4)), 0, torch_tensor_long((const int64_t[]){0}, SHAPE(1, 1)), torch_ones(SHAPE(4))));
+    /* an int32 index works for embedding, as in PyTorch */
+    Tensor *e = torch_embedding(torch_reshape(torch_arange_float(0, 6, 1), SHAPE(3, 2)),
+                                torch_tensor_int((const int32_t[]){2}, SHAPE(1)), -1);
+    assert_repr(e, "tensor([[4., 5.]])");
+}
+END_TEST
+
 Suite *suite_calls(void) {
     Suite *s = suite_create("PyTorch calls");
     TCase *tc = tcase("calls");
@@ -396,6 +423,7 @@ Suite *suite_calls(void) {
     tcase_add_test(tc, test_creation_with_dtype);
     tcase_add_test(tc, test_generators_and_state);
     tcase_add_test(tc, test_no_grad_scope);
+    tcase_add_test(tc, test_call_edges);
     suite_add_tcase(s, tc);
     return s;
 }

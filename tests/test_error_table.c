@@ -160,6 +160,12 @@ C(modulelist_index, "ModuleList", module_list())
 C(embedding_indices_dtype, "embedding", torch_embedding(O(5, 2), O(2), -1))
 C(getitem_bounds, "get", (ac_get(O(3, 2), 2, (const int64_t[]){5, 0}), NULL))
 C(arange_negative, "arange", torch_arange(-1))
+C(scatter_add_size, "scatter_add", torch_scatter_add(O(3, 4), 0, torch_tensor_long((const int64_t[]){0, 1, 2, 0, 1}, SHAPE(1, 5)), O(1, 4)))
+C(gather_negative, "gather", torch_gather(O(3, 4), 0, torch_tensor_long((const int64_t[]){-1}, SHAPE(1, 1))))
+C(copy_bigger_source, "copy_", torch_copy_(torch_zeros(SHAPE(3)), O(2, 3)))
+C(index_put_index_dtype, "index_put_", torch_index_put_(O(3, 4), torch_tensor((const float[]){0.5f}, SHAPE(1)), O(4), false))
+static Tensor *split_negative(void) { int n; return torch_split_with_sizes(O(4), SHAPE(1, -1, 4), 0, &n)[0]; }
+C(split_sizes_negative, "split_with_sizes", split_negative())
 C(arange_step, "arange", torch_arange_float(0, 1, 0))
 #undef C
 
@@ -196,7 +202,8 @@ static const Case cases[] = {
     E(sgd_momentum, "SGD"), E(sgd_nesterov, "SGD"), E(adam_eps, "Adam"), E(adam_beta1, "Adam"), E(adam_beta2, "Adam"),
     E(linear_negative, "Linear"), E(dropout_module_p, "Dropout"), E(modulelist_index, "ModuleList"),
     E(embedding_indices_dtype, "embedding"), E(getitem_bounds, "get"), E(arange_negative, "arange"),
-    E(arange_step, "arange"),
+    E(arange_step, "arange"), E(scatter_add_size, "scatter_add"), E(gather_negative, "gather"),
+    E(copy_bigger_source, "copy_"), E(index_put_index_dtype, "index_put_"), E(split_sizes_negative, "split_with_sizes"),
 };
 
 /* PyTorch's line for `name`: its kind and message (pointers into the file's text). */

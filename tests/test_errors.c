@@ -126,6 +126,11 @@ static void batch_mismatch(void) {
     torch_cross_entropy(torch_ones(SHAPE(2, 3)), torch_tensor_long((const int64_t[]){0}, SHAPE(1)), -100);
 }
 static void null_input(void) { torch_exp(NULL); }
+static void returning_handler(ac_error_kind kind, const char *msg, void *user) { (void)kind, (void)msg, (void)user; }
+static void handler_returns(void) {
+    ac_set_error_handler(returning_handler, NULL); /* a handler must not return: if it does, the library aborts */
+    torch_softmax(torch_ones(SHAPE(2)), 5);
+}
 
 START_TEST(test_default_handler_aborts) {
     char buf[512];
@@ -137,6 +142,9 @@ START_TEST(test_default_handler_aborts) {
     ck_assert_str_eq(buf, "IndexError: select: select(): index 5 out of range for tensor of size [2] at dimension 0\n");
     child_stderr(batch_mismatch, buf, sizeof buf);
     ck_assert_str_eq(buf, "ValueError: cross_entropy: Expected input batch_size (2) to match target batch_size (1).\n");
+    st = child_stderr(handler_returns, buf, sizeof buf);
+    ck_assert(WIFSIGNALED(st) && WTERMSIG(st) == SIGABRT);
+    ck_assert_str_eq(buf, "IndexError: softmax: Dimension out of range (expected to be in range of [-1, 0], but got 5)\n");
     child_stderr(null_input, buf, sizeof buf);
     ck_assert_str_eq(buf, "TypeError: exp: expected a Tensor, got NULL\n");
     EXPECT_ERROR("exp: expected a Tensor, got NULL", torch_exp(NULL));
