@@ -137,6 +137,12 @@ void ac_parallel_shutdown(void); /* stop the workers (ac_shutdown does) */
  * the job, as a descheduled one would (the window of an old race). */
 extern _Atomic int ac_pool_test_delay_us;
 
+/* y[i] = exp(x[i] - m) (fast_exp.c): libm's expf per element in exact math,
+ * 16 or 8 at once (within 2 ulp) in fast math. _with: one path by name
+ * ("avx512", "avx2+fma", "libm"), false where the CPU has none (tests). */
+void ac_exp_sub(const float *x, float m, float *y, int64_t n);
+bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_t n);
+
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);

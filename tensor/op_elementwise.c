@@ -14,7 +14,31 @@ static const char *const bin_ops[] = {"add", "sub", "mul", "div"};
         for (int64_t j_ = 0; j_ < (n); j_++) { float x = pa[j_ * sa], y = pb[j_ * sb]; po[j_] = (EXPR); } \
     } while (0)
 
+/* The same loops with the common strides spelled out, so that the compiler
+ * vectorizes them: both operands contiguous, or b one number. */
+#define BIN_ROW_AS(SA, SB)                                                          \
+    do {                                                                            \
+        switch (op) {                                                               \
+        case ADD: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] + pb[j * SB]; break; \
+        case SUB: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] - pb[j * SB]; break; \
+        case MUL: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] * pb[j * SB]; break; \
+        case DIV: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] / pb[j * SB]; break; \
+        }                                                                           \
+        return;                                                                     \
+    } while (0)
+
 static void bin_row(BinOp op, const float *pa, int64_t sa, const float *pb, int64_t sb, float *po, int64_t n) {
+    if (sa == 1 && sb == 1) BIN_ROW_AS(1, 1);
+    if (sa == 1 && sb == 0) {
+        const float y = pb[0];
+        switch (op) {
+        case ADD: for (int64_t j = 0; j < n; j++) po[j] = pa[j] + y; break;
+        case SUB: for (int64_t j = 0; j < n; j++) po[j] = pa[j] - y; break;
+        case MUL: for (int64_t j = 0; j < n; j++) po[j] = pa[j] * y; break;
+        case DIV: for (int64_t j = 0; j < n; j++) po[j] = pa[j] / y; break;
+        }
+        return;
+    }
     switch (op) {
     case ADD: BIN_LOOP(n, x + y); break;
     case SUB: BIN_LOOP(n, x - y); break;

@@ -49,7 +49,10 @@ static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         const bool *m = v->m + off;
         const float *x = v->x + r * cols;
         float *o = v->out + r * cols;
-        for (int64_t j = 0; j < cols; j++) o[j] = m[j * mcol] ? v->value : x[j];
+        if (mcol == 1) /* the mask's row is contiguous: a loop the compiler vectorizes */
+            for (int64_t j = 0; j < cols; j++) o[j] = m[j] ? v->value : x[j];
+        else
+            for (int64_t j = 0; j < cols; j++) o[j] = m[j * mcol] ? v->value : x[j];
     }
 }
 

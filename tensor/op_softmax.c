@@ -34,7 +34,7 @@ static void softmax_rows(const float *x, float *y, int64_t o0, int64_t o1, int64
             float *yr = y + o * size * inner + in;
             float m = nan_max(xr, size, inner);
             if (inner == 1) { /* last dim: ATen's _vec_(log_)softmax_lastdim */
-                for (int64_t i = 0; i < size; i++) tmp[i] = expf(xr[i] - m);
+                ac_exp_sub(xr, m, tmp, size); /* expf(xr[i] - m), vectorized in fast math */
                 float s = ac_lane8_sum(tmp, size);
                 if (log) {
                     float ls = logf(s);

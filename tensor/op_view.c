@@ -125,8 +125,8 @@ static void reshape_backward(Node *n, Tensor *g) {
     Tensor *a = n->inputs[0];
     int64_t st[AC_MAX_DIMS];
     ac_contiguous_strides(a->ndim, a->shape, st);
-    Tensor *gc = ac_materialize(g);
-    ac_accum(a, ac_view_of(gc, a->ndim, a->shape, st, 0));
+    Tensor *gc = torch_is_contiguous(g) ? g : ac_materialize(g); /* a contiguous gradient is only re-viewed */
+    ac_accum(a, ac_view_of(gc, a->ndim, a->shape, st, gc->offset));
 }
 
 Tensor *torch_view(Tensor *a, int nd, const int64_t *shape) {

@@ -63,10 +63,58 @@ START_TEST(test_fast_kernel_against_exact) {
 }
 END_TEST
 
+/* Fast math's vector exp (softmax's): within 2 ulp of the true exp over the
+ * whole float range it is given (x - max <= 0, and above), 0 below FLT_MIN's
+ * exponent, NaN for NaN, 0 for -inf; the tail past the vector width too. */
+static double ulps(float got, double want) {
+    float w = (float)want;
+    if (got == w) return 0;
+    double ulp = nextafterf(fabsf(w), INFINITY) - fabsf(w);
+    return fabs((double)got - want) / ulp;
+}
+
+START_TEST(test_fast_exp) {
+    enum { N = 4099 };
+    static const char *paths[] = {"avx512", "avx2+fma", "libm"};
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+    int tried = 0;
+    for (int p = 0; p < 3; p++) {
+        if (!ac_exp_sub_with(paths[p], x, 0.0f, y, 0)) continue;
+        tried++;
+        double worst = 0;
+        for (int round = 0; round < 100; round++) { /* 409,900 points from -90 to 88.3 */
+            for (int i = 0; i < N; i++) x[i] = -90.0f + 178.3f * (float)(round * N + i) / (float)(100 * N);
+            ac_exp_sub_with(paths[p], x, 0.0f, y, N);
+            for (int i = 0; i < N; i++) {
+                double want = exp((double)x[i]);
+                if (want < 1.1754943508222875e-38) { /* below FLT_MIN: 0, or libm's denormal in the tail */
+                    ck_assert_msg(y[i] == 0.0f || fabs(y[i] - want) < 1.2e-38, "%s: exp(%.9g) = %g", paths[p], x[i], y[i]);
+                    continue;
+                }
+                double u = ulps(y[i], want);
+                if (u > worst) worst = u;
+                ck_assert_msg(u <= 2.0, "%s: exp(%.9g): %.9g is %.2f ulp from %.9g", paths[p], x[i], y[i], u, want);
+            }
+        }
+        float special[17] = {-INFINITY, NAN, 0.0f, -0.0f, -87.0f, -88.0f, -104.0f, 1.0f, -1.0f, 0.5f, -0.5f, 10.0f,
+                             -10.0f, -INFINITY, NAN, 88.0f, -50.0f};
+        float out[17];
+        ac_exp_sub_with(paths[p], special, 0.0f, out, 17);
+        ck_assert(out[0] == 0.0f && isnan(out[1]) && out[2] == 1.0f && out[3] == 1.0f && out[13] == 0.0f && isnan(out[14]));
+        ac_exp_sub_with(paths[p], special, 1.0f, out, 17); /* the max is subtracted first */
+        ck_assert(fabs(out[2] - exp(-1.0)) < 1e-7);
+        fprintf(stderr, "exp (%s): worst %.2f ulp over 409,900 points\n", paths[p], worst);
+    }
+    ck_assert_int_ge(tried, 1);
+    free(x), free(y);
+}
+END_TEST
+
 Suite *suite_kernels(void) {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase("kernels");
     tcase_add_test(tc, test_fast_kernel_against_exact);
+    tcase_add_test(tc, test_fast_exp);
     suite_add_tcase(s, tc);
     return s;
 }
