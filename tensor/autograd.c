@@ -155,9 +155,14 @@ void ac_accum(Tensor *x, Tensor *g) {
     if (torch_numel(g) != torch_numel(x))
         ac_error("autograd: gradient of shape %s for a tensor of shape %s (internal error)",
                  ac_shape_str(g), ac_shape_str(x));
-    const float *gd = ac_cdata(g);
     int64_t n = torch_numel(x);
     Node *fn = running->next[k];
+    if (fn && !fn->bgrad) { /* borrow g as it is, any strides: the next backward reads it through ac_cdata */
+        fn->bgrad = g;
+        fn->bgrad_owned = false;
+        return;
+    }
+    const float *gd = ac_cdata(g);
     if (!fn) { /* a leaf: .grad += g */
         TensorImpl *xi = ac_impl(x);
         if (!xi->gradbuf) torch_requires_grad_(x, true);
@@ -169,10 +174,7 @@ void ac_accum(Tensor *x, Tensor *g) {
         }
         return;
     }
-    if (!fn->bgrad) { /* borrow: g is not written to again by anyone */
-        fn->bgrad = g;
-        fn->bgrad_owned = false;
-    } else if (fn->bgrad_owned) {
+    if (fn->bgrad_owned) {
         add_into(fn->bgrad->data, gd, n);
     } else {
         Tensor *s = ac_new_like(x);

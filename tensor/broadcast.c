@@ -55,6 +55,23 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     const float *gd = ac_cdata(g);
     float *o = out->data;
     int64_t n = torch_numel(g), idx[AC_MAX_DIMS] = {0}, off = 0;
+    /* The common case, every summed dim before every kept one (a bias, a
+     * position embedding): rows of g added to out, in the same order. */
+    int first_kept = g->ndim;
+    bool prefix = true;
+    for (int d = 0; d < g->ndim; d++) {
+        bool summed = ostr[d] == 0 && g->shape[d] != 1;
+        if (!summed && first_kept == g->ndim) first_kept = d;
+        if (summed && first_kept < d) prefix = false;
+    }
+    if (prefix) {
+        int64_t rows = 1;
+        for (int d = 0; d < first_kept; d++) rows *= g->shape[d];
+        int64_t len = rows ? n / rows : 0;
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t j = 0; j < len; j++) o[j] += gd[r * len + j];
+        return out;
+    }
     for (int64_t k = 0; k < n; k++) {
         o[off] += gd[k];
         ac_advance(g->ndim, g->shape, ostr, idx, &off);

@@ -22,7 +22,8 @@ void ac_check_inplace(Tensor *t, const char *op); /* PyTorch's leaf / view-of-le
 
 /* One node of the backward graph: what made a tensor, and how to send its
  * gradient back to the inputs. backward() receives the gradient of `out`
- * (contiguous, out's shape) and calls ac_accum() once per input. The edges
+ * (out's shape, any strides: it reads it through ac_cdata or its strides, a
+ * view handed on is not copied) and calls ac_accum() once per input. The edges
  * are taken when the node is made (PyTorch's next_functions): next[k] is the
  * grad_fn inputs[k] had then, so an in-place op that later gives an input a
  * new history does not reroute this node's gradient. What the backward needs

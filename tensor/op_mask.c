@@ -40,12 +40,13 @@ static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     const Masked *v = ctx;
     int nd = v->nd;
     int64_t cols = nd ? v->shape[nd - 1] : 1, mcol = nd ? v->ms[nd - 1] : 0;
-    for (int64_t r = r0; r < r1; r++) {
-        int64_t off = 0, rest = r;
-        for (int d = nd - 2; d >= 0; d--) {
-            off += (rest % v->shape[d]) * v->ms[d];
-            rest /= v->shape[d];
-        }
+    int64_t idx[AC_MAX_DIMS] = {0}, off = 0, rest = r0;
+    for (int d = nd - 2; d >= 0; d--) { /* the odometer at row r0, then one step a row */
+        idx[d] = rest % v->shape[d];
+        rest /= v->shape[d];
+        off += idx[d] * v->ms[d];
+    }
+    for (int64_t r = r0; r < r1; r++, ac_advance(nd - 1, v->shape, v->ms, idx, &off)) {
         const bool *m = v->m + off;
         const float *x = v->x + r * cols;
         float *o = v->out + r * cols;

@@ -7,6 +7,14 @@
 
 static float nan_max(const float *x, int64_t n, int64_t stride) {
     float m = -INFINITY;
+    if (stride == 1) { /* no early exit: a loop the compiler vectorizes */
+        bool nan = false;
+        for (int64_t i = 0; i < n; i++) {
+            nan |= x[i] != x[i];
+            m = x[i] > m ? x[i] : m;
+        }
+        return nan ? NAN : m;
+    }
     for (int64_t i = 0; i < n; i++) {
         float v = x[i * stride];
         if (isnan(v)) return v;
@@ -75,6 +83,15 @@ static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
     const Rows *r = ctx;
     const float *g = r->g, *y = r->y;
     int64_t size = r->size, inner = r->inner;
+    if (inner == 1 && !r->log) { /* softmax over the last dim: rows in a row */
+        for (int64_t o = o0; o < o1; o++) {
+            const float *gr = g + o * size, *yr = y + o * size;
+            float *out = r->out + o * size, s = 0;
+            for (int64_t i = 0; i < size; i++) s += gr[i] * yr[i]; /* in order: exact math's sum */
+            for (int64_t i = 0; i < size; i++) out[i] = yr[i] * (gr[i] - s);
+        }
+        return;
+    }
     for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             int64_t base = o * size * inner + in;
