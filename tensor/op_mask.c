@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "internal.h"
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 /* ---- masked_fill(a, mask, value) ------------------------------------------------------ */
 
@@ -35,11 +38,34 @@ static Masked *mask_view(Tensor *a, Tensor *mask) {
     return v;
 }
 
+/* o[j] = m[j] ? value : x[j]. On x86-64 (SSE2 is always there) 16 at a time:
+ * the mask bytes widened to 32-bit lanes of 0 or ~0, then and/andnot/or;
+ * compilers leave the ?: on a bool load as scalar code. */
+static void select_row(const bool *restrict m, const float *restrict x, float value, float *restrict o, int64_t n) {
+    int64_t j = 0;
+#if defined(__SSE2__)
+    const __m128 v = _mm_set1_ps(value);
+    const __m128i zero = _mm_setzero_si128();
+    for (; j + 16 <= n; j += 16) {
+        __m128i b = _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)(const void *)(m + j)), zero); /* 0xFF: keep x */
+        __m128i lo = _mm_unpacklo_epi8(b, b), hi = _mm_unpackhi_epi8(b, b);
+        __m128 k[4] = {_mm_castsi128_ps(_mm_unpacklo_epi16(lo, lo)), _mm_castsi128_ps(_mm_unpackhi_epi16(lo, lo)),
+                       _mm_castsi128_ps(_mm_unpacklo_epi16(hi, hi)), _mm_castsi128_ps(_mm_unpackhi_epi16(hi, hi))};
+        for (int q = 0; q < 4; q++) {
+            __m128 xv = _mm_loadu_ps(x + j + 4 * q);
+            _mm_storeu_ps(o + j + 4 * q, _mm_or_ps(_mm_and_ps(k[q], xv), _mm_andnot_ps(k[q], v)));
+        }
+    }
+#endif
+    for (; j < n; j++) o[j] = m[j] ? value : x[j];
+}
+
 /* out = where(mask, value, x) on rows [r0, r1) of the last dim. */
 static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     const Masked *v = ctx;
     int nd = v->nd;
     int64_t cols = nd ? v->shape[nd - 1] : 1, mcol = nd ? v->ms[nd - 1] : 0;
+    const float value = v->value; /* a local: the stores below cannot change it */
     int64_t idx[AC_MAX_DIMS] = {0}, off = 0, rest = r0;
     for (int d = nd - 2; d >= 0; d--) { /* the odometer at row r0, then one step a row */
         idx[d] = rest % v->shape[d];
@@ -47,13 +73,13 @@ static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         off += idx[d] * v->ms[d];
     }
     for (int64_t r = r0; r < r1; r++, ac_advance(nd - 1, v->shape, v->ms, idx, &off)) {
-        const bool *m = v->m + off;
-        const float *x = v->x + r * cols;
-        float *o = v->out + r * cols;
-        if (mcol == 1) /* the mask's row is contiguous: a loop the compiler vectorizes */
-            for (int64_t j = 0; j < cols; j++) o[j] = m[j] ? v->value : x[j];
+        const bool *restrict m = v->m + off;
+        const float *restrict x = v->x + r * cols;
+        float *restrict o = v->out + r * cols;
+        if (mcol == 1) /* the mask's row is contiguous: a select the compiler vectorizes */
+            select_row(m, x, value, o, cols);
         else
-            for (int64_t j = 0; j < cols; j++) o[j] = m[j * mcol] ? v->value : x[j];
+            for (int64_t j = 0; j < cols; j++) o[j] = m[j * mcol] ? value : x[j];
     }
 }
 

@@ -7,13 +7,27 @@
 
 static float nan_max(const float *x, int64_t n, int64_t stride) {
     float m = -INFINITY;
-    if (stride == 1) { /* no early exit: a loop the compiler vectorizes */
-        bool nan = false;
-        for (int64_t i = 0; i < n; i++) {
-            nan |= x[i] != x[i];
-            m = x[i] > m ? x[i] : m;
+    if (stride == 1) { /* eight running maxima, no early exit: the compiler vectorizes it (max is exact in any order) */
+        float lane[8];
+        int nan[8] = {0};
+        for (int l = 0; l < 8; l++) lane[l] = -INFINITY;
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+            for (int l = 0; l < 8; l++) {
+                float v = x[i + l];
+                nan[l] |= v != v;
+                lane[l] = v > lane[l] ? v : lane[l];
+            }
+        for (int l = 0; i + l < n; l++) {
+            float v = x[i + l];
+            nan[l] |= v != v;
+            lane[l] = v > lane[l] ? v : lane[l];
         }
-        return nan ? NAN : m;
+        for (int l = 0; l < 8; l++) {
+            if (nan[l]) return NAN;
+            m = lane[l] > m ? lane[l] : m;
+        }
+        return m;
     }
     for (int64_t i = 0; i < n; i++) {
         float v = x[i * stride];
