@@ -68,9 +68,11 @@ static void loss_backward(Node *n, Tensor *gt) {
     float *d = gx->data;
     for (int64_t r = 0; r < N; r++) {
         if (t[r] == ignore) continue;
-        if (fused)
-            for (int64_t j = 0; j < C; j++) d[r * C + j] = (j == t[r] ? grad : 0.0f) - expf(lp[r * C + j]) * grad;
-        else
+        if (fused) {
+            float *dr = d + r * C;
+            ac_exp_sub(lp + r * C, 0.0f, dr, C); /* expf(lp - 0) = expf(lp): libm's in exact math, vectorized in fast */
+            for (int64_t j = 0; j < C; j++) dr[j] = (j == t[r] ? grad : 0.0f) - dr[j] * grad;
+        } else
             d[r * C + t[r]] = grad;
     }
     ac_accum(x, gx);
