@@ -2,9 +2,10 @@
  *
  * Reading guide: every torch_ function is named after the PyTorch call it
  * mirrors (torch.rand -> torch_rand, x.masked_fill -> torch_masked_fill,
- * F.softmax -> torch_softmax), with the same argument order; calls PyTorch has
- * no counterpart for (the arena, long-lived copies, raw data) take ac_. Shapes are written with the
- * SHAPE(...) macro, which plays the role of a Python tuple:
+ * F.softmax -> torch_softmax), with the same argument order; calls PyTorch
+ * has no counterpart for (the arena, long-lived copies, raw data) take ac_.
+ * Shapes are written with the SHAPE(...) macro, which plays the role of a
+ * Python tuple:
  *
  *     torch.rand(3, 2)              torch_rand(SHAPE(3, 2))
  *     x.view(b, t, h, dh)           torch_view(x, SHAPE(b, t, h, dh))
