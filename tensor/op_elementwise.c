@@ -9,41 +9,25 @@ typedef enum { ADD, SUB, MUL, DIV } BinOp;
 static const char *const bin_names[] = {"AddBackward0", "SubBackward0", "MulBackward0", "DivBackward0"};
 static const char *const bin_ops[] = {"add", "sub", "mul", "div"};
 
-#define BIN_LOOP(n, EXPR)                                                      \
-    do {                                                                       \
-        for (int64_t j_ = 0; j_ < (n); j_++) { float x = pa[j_ * sa], y = pb[j_ * sb]; po[j_] = (EXPR); } \
-    } while (0)
-
-/* The same loops with the common strides spelled out, so that the compiler
- * vectorizes them: both operands contiguous, or b one number. */
-#define BIN_ROW_AS(SA, SB)                                                          \
-    do {                                                                            \
-        switch (op) {                                                               \
-        case ADD: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] + pb[j * SB]; break; \
-        case SUB: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] - pb[j * SB]; break; \
-        case MUL: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] * pb[j * SB]; break; \
-        case DIV: for (int64_t j = 0; j < n; j++) po[j] = pa[j * SA] / pb[j * SB]; break; \
-        }                                                                           \
-        return;                                                                     \
-    } while (0)
+/* One loop per op, a switch outside it; X and Y are the operands' j-th
+ * elements. Contiguous operands, and b one number, get loops of their own,
+ * which compilers vectorize. */
+#define BIN_SWITCH(X, Y)                                                        \
+    switch (op) {                                                               \
+    case ADD: for (int64_t j = 0; j < n; j++) po[j] = (X) + (Y); break;         \
+    case SUB: for (int64_t j = 0; j < n; j++) po[j] = (X) - (Y); break;         \
+    case MUL: for (int64_t j = 0; j < n; j++) po[j] = (X) * (Y); break;         \
+    case DIV: for (int64_t j = 0; j < n; j++) po[j] = (X) / (Y); break;         \
+    }
 
 static void bin_row(BinOp op, const float *pa, int64_t sa, const float *pb, int64_t sb, float *po, int64_t n) {
-    if (sa == 1 && sb == 1) BIN_ROW_AS(1, 1);
-    if (sa == 1 && sb == 0) {
+    if (sa == 1 && sb == 1) {
+        BIN_SWITCH(pa[j], pb[j]);
+    } else if (sa == 1 && sb == 0) {
         const float y = pb[0];
-        switch (op) {
-        case ADD: for (int64_t j = 0; j < n; j++) po[j] = pa[j] + y; break;
-        case SUB: for (int64_t j = 0; j < n; j++) po[j] = pa[j] - y; break;
-        case MUL: for (int64_t j = 0; j < n; j++) po[j] = pa[j] * y; break;
-        case DIV: for (int64_t j = 0; j < n; j++) po[j] = pa[j] / y; break;
-        }
-        return;
-    }
-    switch (op) {
-    case ADD: BIN_LOOP(n, x + y); break;
-    case SUB: BIN_LOOP(n, x - y); break;
-    case MUL: BIN_LOOP(n, x * y); break;
-    case DIV: BIN_LOOP(n, x / y); break;
+        BIN_SWITCH(pa[j], y);
+    } else {
+        BIN_SWITCH(pa[j * sa], pb[j * sb]);
     }
 }
 

@@ -237,18 +237,7 @@ static void scatter_add_op_backward(Node *n, Tensor *g) {
     if (ac_needs_grad(src)) { /* gather of g at idx, into src's shape (index may be smaller) */
         Tensor *part = gather_compute(g, sv->dim, sv->idx);
         Tensor *z = ac_new_zeros(AC_FLOAT32, src->ndim, src->shape);
-        int64_t cnt = torch_numel(part), ix[AC_MAX_DIMS] = {0};
-        const float *pd = part->data;
-        float *zd = z->data;
-        for (int64_t e = 0; e < cnt; e++) {
-            int64_t off = 0;
-            for (int k = 0; k < part->ndim; k++) off += ix[k] * z->stride[k];
-            zd[off] = pd[e];
-            for (int k = part->ndim - 1; k >= 0; k--) {
-                if (++ix[k] < part->shape[k]) break;
-                ix[k] = 0;
-            }
-        }
+        torch_copy_(ac_view_of(z, part->ndim, part->shape, z->stride, 0), part); /* z's leading corner (no grad here) */
         ac_accum(src, z);
     }
 }

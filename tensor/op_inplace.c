@@ -49,14 +49,19 @@ void ac_check_inplace(Tensor *t, const char *op) {
         ac_error("%s: a view of a leaf Variable that requires grad is being used in an in-place operation.", op);
 }
 
-/* src's element offsets seen through dst's shape (broadcast), or an error in PyTorch's words. */
-static void broadcast_to(const Tensor *src, const Tensor *dst, int64_t *stride, const char *op, const char *what) {
+/* src broadcasts to dst's very shape (it may not add dims or grow dst's). */
+static bool fits_into(const Tensor *src, const Tensor *dst) {
     bool ok = src->ndim <= dst->ndim;
     for (int d = 0; ok && d < src->ndim; d++) {
         int64_t s = src->shape[src->ndim - 1 - d], t = dst->shape[dst->ndim - 1 - d];
         ok = s == t || s == 1;
     }
-    if (!ok) {
+    return ok;
+}
+
+/* src's element offsets seen through dst's shape (broadcast), or an error in PyTorch's words. */
+static void broadcast_to(const Tensor *src, const Tensor *dst, int64_t *stride, const char *op, const char *what) {
+    if (!fits_into(src, dst)) {
         for (int d = 0; d < src->ndim && d < dst->ndim; d++) {
             int64_t s = src->shape[src->ndim - 1 - d], t = dst->shape[dst->ndim - 1 - d];
             if (s != t && s != 1)
@@ -157,27 +162,20 @@ static void record(Tensor *t, InplaceSaved sv, Tensor *src) {
 
 /* ---- the writes ------------------------------------------------------------------------ */
 
-Tensor *torch_fill_(Tensor *t, double value) {
-    ac_check_inplace(t, "fill_");
+/* fill_ and zero_: every element of t (any strides) set to value. */
+static Tensor *fill(Tensor *t, double value, IpKind kind, const char *op) {
+    ac_check_inplace(t, op);
     int64_t n = torch_numel(t), idx[AC_MAX_DIMS] = {0}, off = t->offset;
     for (int64_t k = 0; k < n; k++) {
         ac_store_element(t, off, value);
         ac_advance(t->ndim, t->shape, t->stride, idx, &off);
     }
-    record(t, (InplaceSaved){.kind = IP_FILL}, NULL);
+    record(t, (InplaceSaved){.kind = kind}, NULL);
     return t;
 }
 
-Tensor *torch_zero_(Tensor *t) {
-    ac_check_inplace(t, "zero_");
-    int64_t n = torch_numel(t), idx[AC_MAX_DIMS] = {0}, off = t->offset;
-    for (int64_t k = 0; k < n; k++) {
-        ac_store_element(t, off, 0.0);
-        ac_advance(t->ndim, t->shape, t->stride, idx, &off);
-    }
-    record(t, (InplaceSaved){.kind = IP_ZERO}, NULL);
-    return t;
-}
+Tensor *torch_fill_(Tensor *t, double value) { return fill(t, value, IP_FILL, "fill_"); }
+Tensor *torch_zero_(Tensor *t) { return fill(t, 0.0, IP_ZERO, "zero_"); }
 
 /* dst.copy_(src): src broadcast to dst's shape and converted to dst's dtype. */
 Tensor *torch_copy_(Tensor *dst, Tensor *src) {
@@ -261,10 +259,7 @@ Tensor *torch_index_put_(Tensor *t, Tensor *index, Tensor *values, bool accumula
     for (int d = 0; d < idx->ndim; d++) like.shape[d] = idx->shape[d];
     for (int d = 1; d < t->ndim; d++) like.shape[idx->ndim + d - 1] = t->shape[d];
     int64_t vst[AC_MAX_DIMS];
-    bool fits = values->ndim <= like.ndim;
-    for (int d = 1; fits && d <= values->ndim; d++)
-        fits = values->shape[values->ndim - d] == 1 || values->shape[values->ndim - d] == like.shape[like.ndim - d];
-    if (!fits)
+    if (!fits_into(values, &like))
         ac_error("index_put_: shape mismatch: value tensor of shape %s cannot be broadcast to indexing result of shape %s",
                  ac_shape_str(values), ac_dims_str(like.ndim, like.shape));
     broadcast_to(values, &like, vst, "index_put_", "the values");

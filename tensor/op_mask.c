@@ -165,11 +165,10 @@ static void where_backward(Node *n, Tensor *g) {
     if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(pick(g, sv->cond, false), b));
 }
 
-/* t (contiguous copy) seen through shape: broadcast strides */
-static const void *through(Tensor *t, int nd, const int64_t *shape, int64_t *st) {
-    Tensor *c = ac_materialize(t);
-    ac_broadcast_strides(c, nd, shape, st);
-    return c->data;
+/* t's data (contiguous; copied only if t is not) seen through shape: broadcast strides */
+static const float *through(Tensor *t, int nd, const int64_t *shape, int64_t *st) {
+    ac_broadcast_strides(t, nd, shape, st);
+    return ac_cdata(t);
 }
 
 Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b) {
@@ -187,7 +186,9 @@ Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b) {
     ac_broadcast_check("where", &ca, b, &nd2, shape2);
     Tensor *out = ac_new(AC_FLOAT32, nd2, shape2);
     int64_t sc[AC_MAX_DIMS], sa[AC_MAX_DIMS], sb[AC_MAX_DIMS];
-    const bool *c = through(condition, nd2, shape2, sc);
+    Tensor *cm = ac_materialize(condition); /* bool: its own contiguous copy */
+    ac_broadcast_strides(cm, nd2, shape2, sc);
+    const bool *c = cm->data;
     const float *pa = through(a, nd2, shape2, sa), *pb = through(b, nd2, shape2, sb);
     Tensor *cond = ac_new(AC_BOOL, nd2, shape2);
     bool *cc = cond->data;

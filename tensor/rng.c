@@ -141,11 +141,11 @@ static void fill16(float *p, float mean, float std) {
     }
 }
 
-/* In-place draws: float32 only, and not into a leaf that requires grad (as PyTorch). */
+/* In-place draws: float32 only, and not into a leaf that requires grad (as
+ * PyTorch). Each op bumps t's version once its arguments are checked too. */
 static void check_inplace_float(Tensor *t, const char *op) {
     ac_check_float(t, op);
     ac_check_inplace(t, op);
-    ac_bump_version(t);
 }
 
 /* Visit every element of t in row-major order (any strides); BODY writes *ptr. */
@@ -164,6 +164,7 @@ Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *g
     check_inplace_float(t, "uniform_");
     if (!(from <= to))
         ac_error("uniform_: uniform_ expects to return a [from, to) range, but found from=%g > to=%g", from, to);
+    ac_bump_version(t);
     torch_Generator *g = gen(generator);
     float lo = (float)from, hi = (float)to, range = hi - lo;
     /* DEFAULT kernel: two roundings, (u * range) then + from. */
@@ -175,6 +176,7 @@ Tensor *torch_uniform_gen_(Tensor *t, double from, double to, torch_Generator *g
 Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *generator) {
     check_inplace_float(t, "normal_");
     if (!(std >= 0.0)) ac_error("normal_: normal expects std >= 0.0, but found std %g", std);
+    ac_bump_version(t);
     torch_Generator *g = gen(generator);
     int64_t n = torch_numel(t);
     if (n >= 16 && torch_is_contiguous(t)) {
@@ -196,6 +198,7 @@ Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *g
 Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
     check_inplace_float(t, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
+    ac_bump_version(t);
     torch_Generator *g = gen(generator);
     FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
     gen_done();
@@ -205,6 +208,7 @@ Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
 Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generator) {
     check_inplace_float(t, "exponential_");
     if (!(lambd > 0.0)) ac_error("exponential_: expects lambda > 0.0, but found lambda=%g", lambd);
+    ac_bump_version(t);
     torch_Generator *g = gen(generator);
     FOR_EACH_ELEMENT(t, q, { *q = (float)(-1.0 / lambd * log(1.0 - u01d(g))); });
     gen_done();
