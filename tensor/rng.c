@@ -365,7 +365,9 @@ bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen) {
             snprintf(err, errlen, "the RNG state holds a generator word out of range (value %d: %lld)", i, (long long)p[i]);
             return false;
         }
-    if (p[624] < 1 || p[624] > MT_N || p[625] < 0 || p[625] >= MT_N || (p[626] != 0 && p[626] != 1)) {
+    /* left draws remain before the next twist, reading st[next .. next + left - 2]: so
+     * 1 <= left <= 624 and next + left <= 625 (next = 624 with left = 1 is a real state) */
+    if (p[624] < 1 || p[624] > MT_N || p[625] < 0 || p[625] + p[624] > MT_N + 1 || (p[626] != 0 && p[626] != 1)) {
         snprintf(err, errlen, "the RNG state holds an invalid generator position");
         return false;
     }

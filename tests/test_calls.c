@@ -348,6 +348,18 @@ START_TEST(test_generators_and_state) {
     torch_dropout_gen(torch_ones(SHAPE(4)), 0.5, true, &g);
     torch_randperm_gen(4, &g);
     EXPECT_ERROR("set_state: Expected an RNG state of 628 int64 values", torch_set_rng_state(torch_zeros(SHAPE(3))));
+    /* the state one draw before a twist (left 1, next 624: a checkpoint once refused it) */
+    torch_generator_manual_seed(&g, 5);
+    for (int i = 0; i < 624; i++) ac_random32(&g);
+    Tensor *edge = torch_generator_get_state(&g);
+    ck_assert(ac_data_long(edge)[624] == 1 && ac_data_long(edge)[625] == 624);
+    uint32_t next_draw = ac_random32(&g);
+    torch_generator_set_state(&g, edge);
+    ck_assert_uint_eq(ac_random32(&g), next_draw);
+    /* a position that would read past the words before its twist */
+    Tensor *past = torch_clone(edge);
+    ac_data_long(past)[624] = 624, ac_data_long(past)[625] = 623;
+    EXPECT_ERROR("set_state: the RNG state holds an invalid generator position", torch_generator_set_state(&g, past));
     Tensor *bad = torch_clone(st);
     ac_data_long(bad)[624] = 0;
     EXPECT_ERROR("set_state: the RNG state holds an invalid generator position", torch_set_rng_state(bad));
