@@ -167,6 +167,49 @@ bool ac_gemm_use_kernel(const char *name) {
 const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
 const char *ac_gemm_kernel_name(void) { return kernel().name; }
 
+#ifdef AC_X86
+/* Eight rows of A (unit stride along k) into an 8-tall panel: 8 x 8 blocks
+ * transposed in registers, each stored as 8 k-steps of the panel. The
+ * scalar loop does the same with a scattered store per element, a cost that
+ * was a fifth of the kernel's on a 2048 x 256 x 256 product. */
+__attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t rsa, int64_t kc, float *Ap, int64_t ld) {
+    int64_t k = 0;
+    for (; k + 8 <= kc; k += 8) {
+        __m256 r0 = _mm256_loadu_ps(A + 0 * rsa + k), r1 = _mm256_loadu_ps(A + 1 * rsa + k);
+        __m256 r2 = _mm256_loadu_ps(A + 2 * rsa + k), r3 = _mm256_loadu_ps(A + 3 * rsa + k);
+        __m256 r4 = _mm256_loadu_ps(A + 4 * rsa + k), r5 = _mm256_loadu_ps(A + 5 * rsa + k);
+        __m256 r6 = _mm256_loadu_ps(A + 6 * rsa + k), r7 = _mm256_loadu_ps(A + 7 * rsa + k);
+        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        float *d = Ap + k * ld;
+        _mm256_storeu_ps(d + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
+        _mm256_storeu_ps(d + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
+        _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
+        _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
+        _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
+        _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
+        _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
+        _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+    }
+    for (; k < kc; k++)
+        for (int r = 0; r < 8; r++) Ap[k * ld + r] = A[r * rsa + k];
+}
+static bool have_avx2(void) {
+    static int v = -1;
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_supports("avx2");
+    }
+    return v;
+}
+#endif
+
 /* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the
  * right. The loops follow B's unit stride: a transposed B (a weight read as
  * W^T) is read along its rows, and the panel (in L1) takes the scattered writes. */
@@ -174,6 +217,12 @@ static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t
     for (int64_t j = 0; j < nc; j += nr, Bp += kc * nr) {
         int w = nc - j < nr ? (int)(nc - j) : nr;
         if (csb != 1 && rsb == 1) {
+#ifdef AC_X86
+            if (w == nr && nr % 8 == 0 && have_avx2()) { /* 8 columns at a time, transposed in registers */
+                for (int q = 0; q < nr; q += 8) pack8_rows(B + (j + q) * csb, csb, kc, Bp + q, nr);
+                continue;
+            }
+#endif
             for (int q = 0; q < w; q++) {
                 const float *s = B + (j + q) * csb;
                 for (int64_t k = 0; k < kc; k++) Bp[k * nr + q] = s[k];
@@ -193,49 +242,6 @@ static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t
     }
 }
 
-#ifdef AC_X86
-/* Eight rows of A (unit stride along k) into an 8-tall panel: 8 x 8 blocks
- * transposed in registers, each stored as 8 k-steps of the panel. The
- * scalar loop does the same with a scattered store per element, a cost that
- * was a fifth of the kernel's on a 2048 x 256 x 256 product. */
-__attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t rsa, int64_t kc, float *Ap) {
-    int64_t k = 0;
-    for (; k + 8 <= kc; k += 8) {
-        __m256 r0 = _mm256_loadu_ps(A + 0 * rsa + k), r1 = _mm256_loadu_ps(A + 1 * rsa + k);
-        __m256 r2 = _mm256_loadu_ps(A + 2 * rsa + k), r3 = _mm256_loadu_ps(A + 3 * rsa + k);
-        __m256 r4 = _mm256_loadu_ps(A + 4 * rsa + k), r5 = _mm256_loadu_ps(A + 5 * rsa + k);
-        __m256 r6 = _mm256_loadu_ps(A + 6 * rsa + k), r7 = _mm256_loadu_ps(A + 7 * rsa + k);
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-        float *d = Ap + k * 8;
-        _mm256_storeu_ps(d + 0, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(d + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(d + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(d + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(d + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(d + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(d + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
-        _mm256_storeu_ps(d + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
-    }
-    for (; k < kc; k++)
-        for (int r = 0; r < 8; r++) Ap[k * 8 + r] = A[r * rsa + k];
-}
-static bool have_avx2(void) {
-    static int v = -1;
-    if (v < 0) {
-        __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2");
-    }
-    return v;
-}
-#endif
-
 /* A[i0:i0+mc, k0:k0+kc] into MR-tall panels, k-major, zero-padded below;
  * read along A's rows when they are contiguous. */
 static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, float *Ap) {
@@ -243,7 +249,7 @@ static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t
         int h = mc - i < mr ? (int)(mc - i) : mr;
 #ifdef AC_X86
         if (csa == 1 && mr == 8 && h == 8 && have_avx2()) {
-            pack8_rows(A + i * rsa, rsa, kc, Ap);
+            pack8_rows(A + i * rsa, rsa, kc, Ap, 8);
             continue;
         }
 #endif
@@ -254,6 +260,11 @@ static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t
             }
             for (int64_t k = 0; k < kc; k++)
                 for (int r = h; r < mr; r++) Ap[k * mr + r] = 0.0f;
+            continue;
+        }
+        if (rsa == 1 && h == 8 && mr == 8) { /* a transposed A (dY^T in a weight's gradient): 8 floats a step */
+            const float *s = A + i;
+            for (int64_t k = 0; k < kc; k++) memcpy(Ap + k * 8, s + k * csa, 8 * sizeof(float));
             continue;
         }
         for (int64_t k = 0; k < kc; k++) {
