@@ -147,7 +147,16 @@ static void add_into(float *dst, const float *src, int64_t n) {
 
 /* Called by the running node's backward for one of its inputs: a leaf's .grad
  * += g; otherwise g is added to the buffer of the node that made the input. */
-void ac_accum(Tensor *x, Tensor *g) {
+static void accum(Tensor *x, Tensor *g, bool owned);
+void ac_accum(Tensor *x, Tensor *g) { accum(x, g, false); }
+void ac_accum_new(Tensor *x, Tensor *g) { accum(x, g, true); }
+void ac_accum_pass(Node *n, Tensor *x, Tensor *g) { accum(x, g, n->bgrad_owned); }
+
+Tensor *ac_grad_out(Node *n, Tensor *g) {
+    return n->bgrad_owned && g->dtype == AC_FLOAT32 && g->offset == 0 && torch_is_contiguous(g) ? g : ac_new_like(g);
+}
+
+static void accum(Tensor *x, Tensor *g, bool owned) {
     if (!x || !running) return;
     int k = input_slot(running, x);
     if (k < 0) ac_error("autograd: %s sent a gradient to a tensor that is not its input (internal error)", running->name);
@@ -157,9 +166,9 @@ void ac_accum(Tensor *x, Tensor *g) {
                  ac_shape_str(g), ac_shape_str(x));
     int64_t n = torch_numel(x);
     Node *fn = running->next[k];
-    if (fn && !fn->bgrad) { /* borrow g as it is, any strides: the next backward reads it through ac_cdata */
+    if (fn && !fn->bgrad) { /* take g as it is, any strides: the next backward reads it through ac_cdata */
         fn->bgrad = g;
-        fn->bgrad_owned = false;
+        fn->bgrad_owned = owned;
         return;
     }
     const float *gd = ac_cdata(g);
@@ -176,6 +185,10 @@ void ac_accum(Tensor *x, Tensor *g) {
     }
     if (fn->bgrad_owned) {
         add_into(fn->bgrad->data, gd, n);
+    } else if (owned && torch_is_contiguous(g)) { /* the sum into g, which nothing else reads */
+        add_into(g->data, ac_cdata(fn->bgrad), n);
+        fn->bgrad = g;
+        fn->bgrad_owned = true;
     } else {
         Tensor *s = ac_new_like(x);
         AddJob j = {s->data, gd, ac_cdata(fn->bgrad)};
@@ -309,7 +322,7 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
     topo_sort(root->grad_fn, &order);
     for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad = NULL;
     root->grad_fn->bgrad = seed;
-    root->grad_fn->bgrad_owned = true;
+    root->grad_fn->bgrad_owned = seed != gradient; /* never write into the caller's tensor */
     for (size_t i = order.n; i-- > 0;) {
         Node *n = order.v[i];
         if (!n->bgrad) continue;

@@ -142,8 +142,7 @@ Tensor *torch_div(Tensor *a, Tensor *b) { return binary(DIV, a, b); }
 
 /* ---- a tensor and a Python number: the number is cast to float32 first ---------- */
 
-static Tensor *scalar_compute(BinOp op, Tensor *a, float s) {
-    Tensor *out = ac_new_like(a);
+static Tensor *scalar_compute(BinOp op, Tensor *a, float s, Tensor *out) {
     BinJob j = {op, ac_cdata(a), &s, out->data, 0, 0, 1, 0, NULL, NULL, NULL};
     ac_parallel_for(torch_numel(a), AC_GRAIN, bin_flat_task, &j);
     return out;
@@ -156,14 +155,13 @@ static void scalar_backward(Node *n, Tensor *g) {
     BinOp op = sv->op;
     float s = sv->s;
     Tensor *a = n->inputs[0];
-    if (op == MUL) ac_accum(a, scalar_compute(MUL, g, s));
-    else if (op == DIV) ac_accum(a, scalar_compute(DIV, g, s));
-    else ac_accum(a, g);
+    if (op == MUL || op == DIV) ac_accum_new(a, scalar_compute(op, g, s, ac_grad_out(n, g))); /* g * s, g / s */
+    else ac_accum_pass(n, a, g);
 }
 
 static Tensor *scalar_op(BinOp op, Tensor *a, double s) {
     ac_check_float(a, bin_ops[op]);
-    Tensor *out = scalar_compute(op, a, (float)s);
+    Tensor *out = scalar_compute(op, a, (float)s, ac_new_like(a));
     Node *n = AC_NODE(bin_names[op], scalar_backward, out, a);
     if (n) *AC_CTX(n, ScalarSaved) = (ScalarSaved){op, (float)s};
     return out;

@@ -15,19 +15,19 @@ static void linear_backward(Node *n, Tensor *gt) {
     if (ac_needs_grad(x)) {
         Tensor *gx = ac_new_like(x);
         ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(ac_unpack(n, sv->w)), in_f, gx->data, in_f, false);
-        ac_accum(x, gx);
+        ac_accum_new(x, gx);
     }
     if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
         Tensor *gw = ac_new_like(w);
         ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, ac_cdata(ac_unpack(n, sv->x)), in_f, 1, gw->data, in_f, false);
-        ac_accum(w, gw);
+        ac_accum_new(w, gw);
     }
     if (ac_needs_grad(b)) {
         Tensor *gb = ac_new_zeros(AC_FLOAT32, 1, &out_f);
         float *o = gb->data;
         for (int64_t r = 0; r < rows; r++)
             for (int64_t j = 0; j < out_f; j++) o[j] += G[r * out_f + j];
-        ac_accum(b, gb);
+        ac_accum_new(b, gb);
     }
 }
 

@@ -41,7 +41,7 @@ static Masked *mask_view(Tensor *a, Tensor *mask) {
 /* o[j] = m[j] ? value : x[j]. On x86-64 (SSE2 is always there) 16 at a time:
  * the mask bytes widened to 32-bit lanes of 0 or ~0, then and/andnot/or;
  * compilers leave the ?: on a bool load as scalar code. */
-static void select_row(const bool *restrict m, const float *restrict x, float value, float *restrict o, int64_t n) {
+static void select_row(const bool *m, const float *x, float value, float *o, int64_t n) { /* o may be x */
     int64_t j = 0;
 #if defined(__SSE2__)
     const __m128 v = _mm_set1_ps(value);
@@ -73,9 +73,9 @@ static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         off += idx[d] * v->ms[d];
     }
     for (int64_t r = r0; r < r1; r++, ac_advance(nd - 1, v->shape, v->ms, idx, &off)) {
-        const bool *restrict m = v->m + off;
-        const float *restrict x = v->x + r * cols;
-        float *restrict o = v->out + r * cols;
+        const bool *m = v->m + off;
+        const float *x = v->x + r * cols;
+        float *o = v->out + r * cols; /* may be x: a backward writing into its gradient */
         if (mcol == 1) /* the mask's row is contiguous: a select the compiler vectorizes */
             select_row(m, x, value, o, cols);
         else
@@ -83,8 +83,7 @@ static void fill_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     }
 }
 
-static Tensor *apply_mask(Masked *v, Tensor *src, float value) {
-    Tensor *out = ac_new_like(src);
+static Tensor *apply_mask(Masked *v, Tensor *src, float value, Tensor *out) {
     Masked job = *v;
     job.x = ac_cdata(src), job.out = out->data, job.value = value;
     int64_t cols = v->nd ? v->shape[v->nd - 1] : 1, rows = cols ? torch_numel(src) / cols : 0;
@@ -92,7 +91,9 @@ static Tensor *apply_mask(Masked *v, Tensor *src, float value) {
     return out;
 }
 
-static void masked_fill_backward(Node *n, Tensor *g) { ac_accum(n->inputs[0], apply_mask(n->ctx, g, 0.0f)); }
+static void masked_fill_backward(Node *n, Tensor *g) {
+    ac_accum_new(n->inputs[0], apply_mask(n->ctx, g, 0.0f, ac_grad_out(n, g)));
+}
 
 Tensor *torch_masked_fill(Tensor *a, Tensor *mask, double value) {
     ac_check_float(a, "masked_fill");
@@ -101,7 +102,7 @@ Tensor *torch_masked_fill(Tensor *a, Tensor *mask, double value) {
         ac_error("masked_fill: masked_fill_ only supports boolean masks, but got mask with dtype %s "
                  "(use torch_to_bool(mask))", ac_dtype_name(mask->dtype));
     Masked *v = mask_view(a, mask);
-    Tensor *out = apply_mask(v, a, (float)value);
+    Tensor *out = apply_mask(v, a, (float)value, ac_new_like(a));
     Node *n = AC_NODE("MaskedFillBackward0", masked_fill_backward, out, a);
     if (n) n->ctx = v;
     return out;

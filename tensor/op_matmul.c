@@ -12,8 +12,8 @@
 
 /* The operands are read through their own strides (a transposed or sliced
  * view costs no copy): per matrix a row and a column stride, per batch dim a
- * stride in elements (0 where broadcast). The gradients are contiguous, so
- * they also get batch strides in their own (contiguous) layout. */
+ * stride in elements (0 where broadcast). A gradient summed over the batches
+ * an operand was broadcast across is contiguous: ga and gb are its batch strides. */
 typedef struct {
     int nd;                                   /* batch dims */
     int64_t shape[AC_MAX_DIMS];               /* broadcast batch shape */
@@ -145,24 +145,42 @@ static void product(const Plan *p, const float *A, const float *B, float *C) {
 /* The gradients, per batch: dA = dC @ B^T, dB = A^T @ dC (operands read
  * transposed through their strides). An operand broadcast across batches sums
  * its gradient over them, in batch order, on one thread; otherwise each batch
- * writes its own block and the batches run on all threads. */
+ * writes its own block and the batches run on all threads.
+ *
+ * dC is read through its strides, and an unbroadcast operand's gradient is
+ * laid out as the operand is (PyTorch's empty_like, preserve_format): the
+ * gradient of a head's q = x.view(b, t, h, dh).transpose(1, 2) comes out in
+ * (b, t, h, dh) order, so the transpose and view backwards above it hand it on
+ * without a copy. A gradient laid out transposed is computed as its transpose
+ * (dA^T = B @ dC^T): the same products, summed in the same order. */
 typedef struct {
     const Plan *p;
     const float *A, *B, *G;
     float *out, *scratch;
     size_t per_chunk;
     bool for_a;
+    int64_t gs[AC_MAX_DIMS], os[AC_MAX_DIMS]; /* batch strides of dC and of the gradient */
+    int64_t rg;                               /* dC's row stride (its columns are adjacent) */
+    int64_t ro, co;                           /* the gradient's row and column strides, one of them 1 */
 } Grads;
 
 static void grad_batch(const Grads *t, int64_t bi, float *scratch, bool acc) {
     const Plan *p = t->p;
-    int64_t n = p->n, k = p->k, m = p->m, oa, ob, oga, ogb;
-    batch_offsets(p, bi, &oa, &ob, &oga, &ogb);
-    const float *g = t->G + bi * n * m;
-    if (t->for_a) /* (n, k) = (n, m) @ (m, k): B^T is b read with its strides swapped */
-        ac_gemm_serial(n, k, m, g, m, 1, t->B + ob, p->csb, p->rsb, t->out + oga, k, acc, scratch);
-    else /* (k, m) = (k, n) @ (n, m) */
-        ac_gemm_serial(k, m, n, t->A + oa, p->csa, p->rsa, g, m, 1, t->out + ogb, m, acc, scratch);
+    int64_t n = p->n, k = p->k, m = p->m, oa = 0, ob = 0, og = 0, oo = 0;
+    for (int d = p->nd - 1; d >= 0; d--) {
+        int64_t i = bi % p->shape[d];
+        bi /= p->shape[d];
+        oa += i * p->sa[d], ob += i * p->sb[d], og += i * t->gs[d], oo += i * t->os[d];
+    }
+    const float *g = t->G + og;
+    float *o = t->out + oo;
+    if (t->for_a) { /* (n, k) = (n, m) @ (m, k): B^T is b read with its strides swapped */
+        if (t->co == 1) ac_gemm_serial(n, k, m, g, t->rg, 1, t->B + ob, p->csb, p->rsb, o, t->ro, acc, scratch);
+        else ac_gemm_serial(k, n, m, t->B + ob, p->rsb, p->csb, g, 1, t->rg, o, t->co, acc, scratch);
+    } else { /* (k, m) = (k, n) @ (n, m) */
+        if (t->co == 1) ac_gemm_serial(k, m, n, t->A + oa, p->csa, p->rsa, g, t->rg, 1, o, t->ro, acc, scratch);
+        else ac_gemm_serial(m, k, n, g, 1, t->rg, t->A + oa, p->rsa, p->csa, o, t->co, acc, scratch);
+    }
 }
 
 static void grads_task(void *ctx, int64_t b0, int64_t b1, int chunk) {
@@ -170,20 +188,36 @@ static void grads_task(void *ctx, int64_t b0, int64_t b1, int chunk) {
     for (int64_t bi = b0; bi < b1; bi++) grad_batch(t, bi, t->scratch + (size_t)chunk * t->per_chunk, false);
 }
 
-static void batched_grad(const Plan *p, const float *A, const float *B, const float *G, float *out, bool for_a) {
-    int64_t n = p->n, k = p->k, m = p->m;
+static void batched_grad(Grads *t, bool broadcast) {
+    const Plan *p = t->p;
+    int64_t n = p->n, k = p->k, m = p->m, wide = t->for_a ? (k > n ? k : n) : (m > k ? m : k);
     ac_mark mk = ac_arena_mark();
-    Grads t = {p, A, B, G, out, NULL, for_a ? ac_gemm_scratch(k, m) : ac_gemm_scratch(m, n), for_a};
-    if (for_a ? p->a_broadcast : p->b_broadcast) {
-        t.scratch = ac_arena_alloc(sizeof(float) * t.per_chunk);
-        for (int64_t bi = 0; bi < p->nbatch; bi++) grad_batch(&t, bi, t.scratch, true); /* out starts at zero */
+    t->per_chunk = ac_gemm_scratch(wide, t->for_a ? m : n); /* either orientation's */
+    if (broadcast) {
+        t->scratch = ac_arena_alloc(sizeof(float) * t->per_chunk);
+        for (int64_t bi = 0; bi < p->nbatch; bi++) grad_batch(t, bi, t->scratch, true); /* out starts at zero */
     } else {
         int64_t grain = 2 * n * m * k >= (1 << 21) ? 1 : (1 << 21) / (2 * n * m * k + 1) + 1;
         int chunks = ac_parallel_chunks(p->nbatch, grain);
-        t.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t.per_chunk, (size_t)chunks));
-        ac_parallel_for_max(p->nbatch, grain, chunks, grads_task, &t);
+        t->scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(t->per_chunk, (size_t)chunks));
+        ac_parallel_for_max(p->nbatch, grain, chunks, grads_task, t);
     }
     ac_arena_release(mk);
+}
+
+/* The gradient of operand x (a batched matrix, not broadcast): laid out as x
+ * when x is a dense block with adjacent rows or columns, else contiguous. */
+static Tensor *grad_like(const Plan *p, const Tensor *x, Grads *t) {
+    Tensor *g = ac_new_dense_like(x);
+    int nd = x->ndim;
+    if (g->stride[nd - 1] != 1 && g->stride[nd - 2] != 1) g = ac_new_like(x);
+    t->ro = g->stride[nd - 2], t->co = g->stride[nd - 1];
+    for (int d = 0; d < p->nd; d++) {
+        int i = nd - 2 - p->nd + d;
+        t->os[d] = i >= 0 && x->shape[i] != 1 ? g->stride[i] : 0;
+    }
+    t->out = g->data;
+    return g;
 }
 
 /* The plan, and each operand saved when the other one needs its gradient. */
@@ -196,23 +230,52 @@ static void matmul_backward(Node *node, Tensor *gt) {
     int64_t n = p->n, k = p->k, m = p->m;
     Tensor *as = ac_unpack(node, sv->a), *bs = ac_unpack(node, sv->b);
     const float *A = as ? (const float *)as->data + as->offset : NULL;
-    const float *B = bs ? (const float *)bs->data + bs->offset : NULL, *G = ac_cdata(gt);
-    /* a gradient summed over batches starts at zero; others are written whole */
+    const float *B = bs ? (const float *)bs->data + bs->offset : NULL;
+    bool batched = !(p->fold || p->nbatch == 1);
+    /* dC through its strides when its columns are adjacent (a batched product of matrices), else a copy */
+    Grads t = {p, A, B, NULL, NULL, NULL, 0, false, {0}, {0}, m, 0, 1};
+    if (batched && a->ndim >= 2 && b->ndim >= 2 && (gt->stride[gt->ndim - 1] == 1 || m == 1)) {
+        t.G = (const float *)gt->data + gt->offset;
+        t.rg = gt->stride[gt->ndim - 2];
+        for (int d = 0; d < p->nd; d++) t.gs[d] = gt->stride[d];
+    } else {
+        t.G = ac_cdata(gt);
+        int64_t s = n * m;
+        for (int d = p->nd - 1; d >= 0; d--) t.gs[d] = s, s *= p->shape[d];
+    }
     if (ac_needs_grad(a)) {
-        Tensor *ga = p->a_broadcast ? ac_new_zeros(AC_FLOAT32, a->ndim, a->shape) : ac_new(AC_FLOAT32, a->ndim, a->shape);
-        if (p->fold || p->nbatch == 1) /* dA = dC @ B^T */
-            ac_gemm_strided(p->nbatch * n, k, m, G, m, 1, B, p->csb, p->rsb, ga->data, k, false);
-        else
-            batched_grad(p, A, B, G, ga->data, true);
-        ac_accum(a, ga);
+        Tensor *ga;
+        t.for_a = true;
+        if (!batched) { /* dA = dC @ B^T over all of a's (folded) rows */
+            ga = ac_new(AC_FLOAT32, a->ndim, a->shape);
+            ac_gemm_strided(p->nbatch * n, k, m, t.G, m, 1, B, p->csb, p->rsb, ga->data, k, false);
+        } else if (p->a_broadcast || a->ndim < 2) { /* contiguous, summed over batches */
+            ga = p->a_broadcast ? ac_new_zeros(AC_FLOAT32, a->ndim, a->shape) : ac_new(AC_FLOAT32, a->ndim, a->shape);
+            t.out = ga->data, t.ro = k, t.co = 1;
+            memcpy(t.os, p->ga, sizeof t.os);
+            batched_grad(&t, p->a_broadcast);
+        } else {
+            ga = grad_like(p, a, &t);
+            batched_grad(&t, false);
+        }
+        ac_accum_new(a, ga);
     }
     if (ac_needs_grad(b)) {
-        Tensor *gb = p->b_broadcast ? ac_new_zeros(AC_FLOAT32, b->ndim, b->shape) : ac_new(AC_FLOAT32, b->ndim, b->shape);
-        if (p->fold || p->nbatch == 1) /* dB = A^T @ dC, over all of a's (folded) rows */
-            ac_gemm_strided(k, m, p->nbatch * n, A, p->csa, p->rsa, G, m, 1, gb->data, m, false);
-        else
-            batched_grad(p, A, B, G, gb->data, false);
-        ac_accum(b, gb);
+        Tensor *gb;
+        t.for_a = false;
+        if (!batched) { /* dB = A^T @ dC, over all of a's (folded) rows */
+            gb = ac_new(AC_FLOAT32, b->ndim, b->shape);
+            ac_gemm_strided(k, m, p->nbatch * n, A, p->csa, p->rsa, t.G, m, 1, gb->data, m, false);
+        } else if (p->b_broadcast || b->ndim < 2) {
+            gb = p->b_broadcast ? ac_new_zeros(AC_FLOAT32, b->ndim, b->shape) : ac_new(AC_FLOAT32, b->ndim, b->shape);
+            t.out = gb->data, t.ro = m, t.co = 1;
+            memcpy(t.os, p->gb, sizeof t.os);
+            batched_grad(&t, p->b_broadcast);
+        } else {
+            gb = grad_like(p, b, &t);
+            batched_grad(&t, false);
+        }
+        ac_accum_new(b, gb);
     }
 }
 

@@ -29,7 +29,7 @@ typedef struct { int inv[AC_MAX_DIMS]; } PermuteSaved;
 
 static void permute_backward(Node *n, Tensor *g) {
     const PermuteSaved *sv = n->ctx;
-    ac_accum(n->inputs[0], permuted(g, sv->inv));
+    ac_accum_pass(n, n->inputs[0], permuted(g, sv->inv));
 }
 
 static Tensor *permute_op(Tensor *a, const int *perm, const char *name) {
@@ -125,8 +125,12 @@ static void reshape_backward(Node *n, Tensor *g) {
     Tensor *a = n->inputs[0];
     int64_t st[AC_MAX_DIMS];
     ac_contiguous_strides(a->ndim, a->shape, st);
-    Tensor *gc = torch_is_contiguous(g) ? g : ac_materialize(g); /* a contiguous gradient is only re-viewed */
-    ac_accum(a, ac_view_of(gc, a->ndim, a->shape, st, gc->offset));
+    if (torch_is_contiguous(g)) { /* only re-viewed */
+        ac_accum_pass(n, a, ac_view_of(g, a->ndim, a->shape, st, g->offset));
+    } else {
+        Tensor *gc = ac_materialize(g);
+        ac_accum_new(a, ac_view_of(gc, a->ndim, a->shape, st, gc->offset));
+    }
 }
 
 Tensor *torch_view(Tensor *a, int nd, const int64_t *shape) {

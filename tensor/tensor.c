@@ -67,6 +67,31 @@ Tensor *ac_new_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
 
 Tensor *ac_new_like(const Tensor *t) { return ac_new(AC_FLOAT32, t->ndim, t->shape); }
 
+/* t's strides describe a dense block (no gaps, no overlap) in some order of the dims */
+static bool dense(const Tensor *t) {
+    int order[AC_MAX_DIMS], n = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        if (t->shape[d] == 0) return false;
+        if (t->shape[d] == 1) continue;
+        int i = n++;
+        for (; i > 0 && t->stride[order[i - 1]] > t->stride[d]; i--) order[i] = order[i - 1];
+        order[i] = d; /* by increasing stride */
+    }
+    int64_t expect = 1;
+    for (int i = 0; i < n; i++) {
+        if (t->stride[order[i]] != expect) return false;
+        expect *= t->shape[order[i]];
+    }
+    return true;
+}
+
+Tensor *ac_new_dense_like(const Tensor *t) {
+    Tensor *out = ac_new_like(t);
+    if (dense(t))
+        for (int d = 0; d < t->ndim; d++) out->stride[d] = t->stride[d];
+    return out;
+}
+
 /* A view shares its base's storage and version counter. */
 Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *stride,
                    int64_t offset) {

@@ -1,6 +1,7 @@
 /* The engine's semantics, as PyTorch's: accumulation, reuse, detach, no-grad,
  * freed graphs, explicit output gradients, deep graphs, grad_fn names. */
 #include <stdlib.h>
+#include <string.h>
 
 #include "tests.h"
 
@@ -196,6 +197,86 @@ START_TEST(test_grad_fn_names) {
 }
 END_TEST
 
+/* Backwards write into a gradient only when nothing else reads it. */
+START_TEST(test_gradients_written_in_place) {
+    /* add hands the same gradient to both divisions: neither may overwrite it */
+    Tensor *x = torch_requires_grad_(T(1.0f, 2.0f), true);
+    Tensor *y = torch_mul_scalar(torch_add(torch_div_scalar(x, 2.0), torch_div_scalar(x, 4.0)), 3.0);
+    torch_backward(torch_sum(y), NULL);
+    assert_repr(x->grad, "tensor([2.2500, 2.2500])");
+    /* the caller's gradient is read, never written */
+    Tensor *g = T(1.0f, 2.0f);
+    Tensor *u = torch_requires_grad_(T(1.0f, 2.0f), true);
+    torch_backward(torch_masked_fill(torch_div_scalar(u, 2.0), torch_to_bool(T(0.0f, 1.0f)), 0.0), g);
+    assert_repr(g, "tensor([1., 2.])");
+    assert_repr(u->grad, "tensor([0.5000, 0.0000])");
+    /* a retained gradient is the one that arrived, whatever the backward did with it after */
+    Tensor *v = torch_requires_grad_(T(1.0f, 2.0f), true);
+    Tensor *t = torch_div_scalar(torch_mul_scalar(v, 3.0), 2.0);
+    torch_retain_grad(t);
+    torch_backward(torch_sum(torch_mul(t, T(4.0f, 8.0f))), NULL);
+    assert_repr(t->grad, "tensor([4., 8.])");
+    assert_repr(v->grad, "tensor([ 6., 12.])");
+}
+END_TEST
+
+/* matmul's gradients are laid out as their operands (a head's transposed q, k,
+ * v; here q's and k's with rows adjacent, v's with columns adjacent), and dC
+ * is read through its strides: the values must be those of the same products
+ * made one (batch, head) matrix at a time, bit for bit, in both maths (the
+ * transposed layouts are computed as transposed products). */
+static Tensor *head(Tensor *t, int64_t b, int64_t h) { return torch_select(torch_select(t, 0, b), 0, h); }
+
+static void heads_grads(bool one_by_one, Tensor **leaves, float **grads) {
+    Tensor *q = torch_transpose(leaves[0], 2, 3), *k = torch_transpose(torch_transpose(leaves[1], 1, 2), 2, 3);
+    Tensor *v = torch_transpose(leaves[2], 1, 2);
+    torch_manual_seed(7);
+    Tensor *w = torch_transpose(torch_randn(SHAPE(2, 40, 3, 16)), 1, 2);
+    Tensor *loss;
+    if (!one_by_one) {
+        Tensor *out = torch_matmul(torch_softmax(torch_matmul(q, k), -1), v); /* (2, 3, 40, 16) */
+        /* dC arrives as a transposed view */
+        loss = torch_sum(torch_transpose(torch_mul(torch_transpose(out, 1, 2), torch_transpose(w, 1, 2)), 1, 2));
+    } else {
+        loss = torch_zeros(SHAPE(1));
+        for (int64_t b = 0; b < 2; b++)
+            for (int64_t h = 0; h < 3; h++) {
+                Tensor *out = torch_matmul(torch_softmax(torch_matmul(head(q, b, h), head(k, b, h)), -1), head(v, b, h));
+                loss = torch_add(loss, torch_sum(torch_mul(out, head(w, b, h))));
+            }
+    }
+    torch_backward(torch_sum(loss), NULL);
+    for (int i = 0; i < 3; i++) {
+        int64_t n = torch_numel(leaves[i]);
+        grads[i] = malloc(sizeof(float) * (size_t)n);
+        memcpy(grads[i], ac_data_float(leaves[i]->grad), sizeof(float) * (size_t)n);
+        torch_zero_grad_(leaves[i]);
+    }
+}
+
+START_TEST(test_matmul_grads_keep_the_operands_layout) {
+    bool was = ac_get_exact();
+    for (int exact = 0; exact < 2; exact++) {
+        ac_set_exact(exact);
+        torch_manual_seed(1);
+        Tensor *leaves[3];
+        leaves[0] = torch_requires_grad_(torch_randn(SHAPE(2, 3, 16, 40)), true); /* q's gradient: columns apart */
+        for (int i = 1; i < 3; i++) leaves[i] = torch_requires_grad_(torch_randn(SHAPE(2, 40, 3, 16)), true);
+        float *strided[3], *dense[3];
+        heads_grads(false, leaves, strided);
+        heads_grads(true, leaves, dense);
+        ck_assert(strided[0][5] != 0.0f && strided[1][7] != 0.0f && strided[2][9] != 0.0f);
+        for (int i = 0; i < 3; i++) {
+            ck_assert_msg(memcmp(strided[i], dense[i], sizeof(float) * 2 * 40 * 3 * 16) == 0,
+                          "operand %d, exact %d: the gradients differ", i, exact);
+            free(strided[i]);
+            free(dense[i]);
+        }
+    }
+    ac_set_exact(was);
+}
+END_TEST
+
 Suite *suite_autograd(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase("engine");
@@ -207,6 +288,8 @@ Suite *suite_autograd(void) {
     tcase_add_test(tc, test_deep_graph);
     tcase_add_test(tc, test_views_share_storage);
     tcase_add_test(tc, test_grad_fn_names);
+    tcase_add_test(tc, test_gradients_written_in_place);
+    tcase_add_test(tc, test_matmul_grads_keep_the_operands_layout);
     suite_add_tcase(s, tc);
     return s;
 }
