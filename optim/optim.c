@@ -116,8 +116,18 @@ typedef struct {
 
 static void adam_task(void *ctx, int64_t k0, int64_t k1, int chunk) {
     const AdamJob *j = ctx;
-    float *p = j->p, *m = j->m, *v = j->v, *vmax = j->vmax;
-    const float *g = j->g;
+    float *restrict p = j->p, *restrict m = j->m, *restrict v = j->v, *restrict vmax = j->vmax;
+    const float *restrict g = j->g;
+    if (!vmax && !j->decay_grad) { /* the usual case, in a loop the compiler vectorizes (sqrt and / are exact in vectors too) */
+        const float a1 = j->a1, b1 = j->b1, a2 = j->a2, b2 = j->b2, bc2 = j->bc2_sqrt, eps = j->eps, step = j->neg_step_size;
+        for (int64_t k = k0; k < k1; k++) {
+            float gk = g[k];
+            m[k] = gk * a1 + m[k] * b1;
+            v[k] = v[k] * b2 + a2 * gk * gk;
+            p[k] = p[k] + step * m[k] / (sqrtf(v[k]) / bc2 + eps);
+        }
+        return;
+    }
     for (int64_t k = k0; k < k1; k++) {
         float gk = j->decay_grad ? p[k] * j->wd + g[k] : g[k]; /* grad = grad.add(param, alpha=weight_decay) */
         m[k] = gk * j->a1 + m[k] * j->b1;                    /* exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
