@@ -86,6 +86,37 @@ __attribute__((target("avx2,fma"))) static void exp_sub_avx2(const float *x, flo
     exp_sub_libm(x + i, m, y + i, n - i);
 }
 
+/* A whole softmax row in fast math, three passes in L1: the max, y =
+ * exp(x - max) with the sum in 16 running lanes, then y *= 1 / sum. A NaN
+ * anywhere in the row gives a NaN exp, so a NaN sum and a row of NaN, as in
+ * ATen, whatever the max made of it. */
+__attribute__((target("avx512f"))) static void softmax_row_avx512(const float *x, float *y, int64_t n) {
+    __m512 vmax = _mm512_set1_ps(-INFINITY);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) vmax = _mm512_max_ps(vmax, _mm512_loadu_ps(x + i));
+    float m = _mm512_reduce_max_ps(vmax);
+    for (; i < n; i++) m = x[i] > m ? x[i] : m;
+    exp_sub_avx512(x, m, y, n);
+    __m512 acc = _mm512_setzero_ps();
+    for (i = 0; i + 16 <= n; i += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(y + i));
+    float s = _mm512_reduce_add_ps(acc);
+    for (; i < n; i++) s += y[i];
+    const __m512 r = _mm512_set1_ps(1 / s);
+    for (i = 0; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, _mm512_mul_ps(_mm512_loadu_ps(y + i), r));
+    for (; i < n; i++) y[i] *= 1 / s;
+}
+
+bool ac_softmax_row_fast(const float *x, float *y, int64_t n) {
+    static int avx512 = -1; /* the same answer in every thread */
+    if (avx512 < 0) {
+        __builtin_cpu_init();
+        avx512 = __builtin_cpu_supports("avx512f");
+    }
+    if (!avx512) return false;
+    softmax_row_avx512(x, y, n);
+    return true;
+}
+
 typedef void (*exp_fn)(const float *, float, float *, int64_t);
 static exp_fn pick(void) {
     __builtin_cpu_init();
@@ -115,6 +146,7 @@ bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_
     return f != NULL;
 }
 #else
+bool ac_softmax_row_fast(const float *x, float *y, int64_t n) { return false; }
 void ac_exp_sub(const float *x, float m, float *y, int64_t n) { exp_sub_libm(x, m, y, n); }
 bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_t n) {
     if (strcmp(path, "libm") != 0) return false;

@@ -49,7 +49,11 @@ static void split(const Tensor *t, int64_t dim, int64_t *outer, int64_t *size, i
 
 /* Rows [o0, o1) of the [outer, size, inner] view; tmp: `size` floats of scratch. */
 static void softmax_rows(const float *x, float *y, int64_t o0, int64_t o1, int64_t size, int64_t inner, bool log,
-                         float *tmp) {
+                         bool exact, float *tmp) {
+    if (o0 < o1 && inner == 1 && !log && !exact && size >= 16 && ac_softmax_row_fast(x + o0 * size, y + o0 * size, size)) {
+        for (int64_t o = o0 + 1; o < o1; o++) ac_softmax_row_fast(x + o * size, y + o * size, size);
+        return;
+    }
     for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             const float *xr = x + o * size * inner + in;
@@ -90,7 +94,7 @@ typedef struct {
 
 static void forward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
     const Rows *r = ctx;
-    softmax_rows(r->x, r->out, o0, o1, r->size, r->inner, r->log, r->tmp + chunk * (r->size ? r->size : 1));
+    softmax_rows(r->x, r->out, o0, o1, r->size, r->inner, r->log, r->exact, r->tmp + chunk * (r->size ? r->size : 1));
 }
 
 static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {

@@ -110,11 +110,50 @@ START_TEST(test_fast_exp) {
 }
 END_TEST
 
+/* Fast math's softmax (the AVX-512 row where the CPU has it) against exact
+ * math's, row lengths around the 16-wide steps, with masked (-inf) entries, a
+ * fully masked row and a NaN: within 4 ulp-sized steps of float (rel 5e-7,
+ * abs 1e-9: the exp is within 2 ulp, the sum's order differs), and the same
+ * NaNs. */
+START_TEST(test_fast_softmax_rows) {
+    bool was = ac_get_exact();
+    static const int64_t lens[] = {16, 17, 31, 32, 33, 128, 130};
+    for (size_t li = 0; li < sizeof lens / sizeof *lens; li++) {
+        int64_t n = lens[li];
+        torch_manual_seed(5);
+        Tensor *x = torch_mul_scalar(torch_randn(SHAPE(6, n)), 4.0);
+        float *xd = ac_data_float(x);
+        for (int64_t j = 0; j < n; j++) {
+            if (j > n / 2) xd[1 * n + j] = -INFINITY; /* a causal row */
+            xd[2 * n + j] = -INFINITY;                 /* all masked: NaN, as torch */
+        }
+        xd[3 * n + n - 1] = NAN; /* a NaN in the tail: the whole row NaN */
+        xd[4 * n + 3] = NAN;     /* and in the vector part */
+        ac_set_exact(true);
+        Tensor *want = torch_softmax(x, -1);
+        ac_set_exact(false);
+        Tensor *got = torch_softmax(x, -1);
+        const float *w = ac_data_float(want), *g = ac_data_float(got);
+        for (int64_t i = 0; i < 6 * n; i++) {
+            if (isnan(w[i])) {
+                ck_assert_msg(isnan(g[i]), "n=%lld, element %lld: %g, want NaN", (long long)n, (long long)i, g[i]);
+                continue;
+            }
+            ck_assert_msg(fabs(g[i] - w[i]) <= 1e-9 + 5e-7 * fabs(w[i]), "n=%lld, element %lld: %.9g, want %.9g",
+                          (long long)n, (long long)i, g[i], w[i]);
+        }
+        for (int64_t j = 0; j < n; j++) ck_assert(isnan(g[2 * n + j]) && isnan(g[3 * n + j]) && isnan(g[4 * n + j]));
+    }
+    ac_set_exact(was);
+}
+END_TEST
+
 Suite *suite_kernels(void) {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase("kernels");
     tcase_add_test(tc, test_fast_kernel_against_exact);
     tcase_add_test(tc, test_fast_exp);
+    tcase_add_test(tc, test_fast_softmax_rows);
     suite_add_tcase(s, tc);
     return s;
 }
