@@ -6,7 +6,10 @@
  * register-blocked micro-kernel keeps an MR x NR block of C in vector
  * registers for the whole KC loop, each step a fused multiply-add. Small
  * products (the per-head 32x32x16 of a toy model) skip A's packing: the
- * micro-kernel reads A through its strides.
+ * micro-kernel reads A through its strides; a head-sized block (at most 128
+ * rows of C, KC <= 128) whose B rows are contiguous and cover whole panels
+ * reads B in place too (ldb), overlapping the first touch of a head's k or v
+ * with the arithmetic instead of a copy before it.
  *
  * Every output element is still summed over k in order (KC blocks in order,
  * k in order inside each), only with one rounding per multiply-add instead of
@@ -27,16 +30,16 @@
 #define MAX_MR 8
 #define MAX_NR 32
 
-typedef void (*ukernel)(int64_t k, const float *a, int64_t rsa, int64_t csa, const float *b, float *c, int64_t ldc,
+typedef void (*ukernel)(int64_t k, const float *a, int64_t rsa, int64_t csa, const float *b, int64_t ldb, float *c, int64_t ldc,
                         bool acc);
 
 /* ---- the portable micro-kernel: 4 x 16 ------------------------------------------------------------------ */
-static void kernel_c(int64_t K, const float *a, int64_t rsa, int64_t csa, const float *b, float *c, int64_t ldc,
+static void kernel_c(int64_t K, const float *a, int64_t rsa, int64_t csa, const float *b, int64_t ldb, float *c, int64_t ldc,
                      bool acc) {
     float t[4][16];
     for (int r = 0; r < 4; r++)
         for (int j = 0; j < 16; j++) t[r][j] = acc ? c[r * ldc + j] : 0.0f;
-    for (int64_t k = 0; k < K; k++, a += csa, b += 16)
+    for (int64_t k = 0; k < K; k++, a += csa, b += ldb)
         for (int r = 0; r < 4; r++) {
             float s = a[r * rsa];
             for (int j = 0; j < 16; j++) t[r][j] = fmaf(s, b[j], t[r][j]);
@@ -64,9 +67,9 @@ static void kernel_c(int64_t K, const float *a, int64_t rsa, int64_t csa, const 
     }
 #define ROW_STORE(r) _mm512_storeu_ps(c + r * ldc, c##r##0), _mm512_storeu_ps(c + r * ldc + 16, c##r##1);
 __attribute__((target("avx512f"))) static void kernel_avx512(int64_t K, const float *a, int64_t rsa, int64_t csa,
-                                                             const float *b, float *c, int64_t ldc, bool acc) {
+                                                             const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
     ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
-    for (int64_t k = 0; k < K; k++, a += csa, b += 32) {
+    for (int64_t k = 0; k < K; k++, a += csa, b += ldb) {
         __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
         ROW_FMA(0) ROW_FMA(1) ROW_FMA(2) ROW_FMA(3) ROW_FMA(4) ROW_FMA(5) ROW_FMA(6) ROW_FMA(7)
     }
@@ -82,9 +85,9 @@ __attribute__((target("avx512f"))) static void kernel_avx512(int64_t K, const fl
 #define ROW_FMA(r) c##r = _mm512_fmadd_ps(_mm512_set1_ps(a[r * rsa]), b0, c##r);
 #define ROW_STORE(r) _mm512_storeu_ps(c + r * ldc, c##r);
 __attribute__((target("avx512f"))) static void kernel_avx512_16(int64_t K, const float *a, int64_t rsa, int64_t csa,
-                                                                const float *b, float *c, int64_t ldc, bool acc) {
+                                                                const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
     ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5) ROW_LOAD(6) ROW_LOAD(7)
-    for (int64_t k = 0; k < K; k++, a += csa, b += 16) {
+    for (int64_t k = 0; k < K; k++, a += csa, b += ldb) {
         __m512 b0 = _mm512_loadu_ps(b);
         ROW_FMA(0) ROW_FMA(1) ROW_FMA(2) ROW_FMA(3) ROW_FMA(4) ROW_FMA(5) ROW_FMA(6) ROW_FMA(7)
     }
@@ -106,9 +109,9 @@ __attribute__((target("avx512f"))) static void kernel_avx512_16(int64_t K, const
     }
 #define ROW_STORE(r) _mm256_storeu_ps(c + r * ldc, c##r##0), _mm256_storeu_ps(c + r * ldc + 8, c##r##1);
 __attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t K, const float *a, int64_t rsa, int64_t csa,
-                                                            const float *b, float *c, int64_t ldc, bool acc) {
+                                                            const float *b, int64_t ldb, float *c, int64_t ldc, bool acc) {
     ROW_LOAD(0) ROW_LOAD(1) ROW_LOAD(2) ROW_LOAD(3) ROW_LOAD(4) ROW_LOAD(5)
-    for (int64_t k = 0; k < K; k++, a += csa, b += 16) {
+    for (int64_t k = 0; k < K; k++, a += csa, b += ldb) {
         __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
         ROW_FMA(0) ROW_FMA(1) ROW_FMA(2) ROW_FMA(3) ROW_FMA(4) ROW_FMA(5)
     }
@@ -226,6 +229,19 @@ static bool have_avx2(void) {
  * right. The loops follow B's unit stride: a transposed B (a weight read as
  * W^T) is read along its rows, and the panel (in L1) takes the scattered writes. */
 static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {
+    if (csb == 1 && nr == 32) { /* row by row, each row of B read once from start to end, into every panel */
+        int64_t full = nc / 32 * 32;
+        for (int64_t k = 0; k < kc; k++) {
+            const float *s = B + k * rsb;
+            for (int64_t j = 0; j < full; j += 32) memcpy(Bp + j * kc + k * 32, s + j, 32 * sizeof(float));
+            if (full < nc) {
+                float *d = Bp + full * kc + k * 32;
+                memcpy(d, s + full, sizeof(float) * (size_t)(nc - full));
+                memset(d + (nc - full), 0, sizeof(float) * (size_t)(32 - (nc - full)));
+            }
+        }
+        return;
+    }
     for (int64_t j = 0; j < nc; j += nr, Bp += kc * nr) {
         int w = nc - j < nr ? (int)(nc - j) : nr;
         if (csb != 1 && rsb == 1) {
@@ -246,8 +262,7 @@ static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t
         for (int64_t k = 0; k < kc; k++) {
             float *d = Bp + k * nr;
             const float *s = B + k * rsb + j * csb;
-            if (csb == 1 && w == 32) memcpy(d, s, 32 * sizeof(float)); /* a constant size: inlined, no call */
-            else if (csb == 1) memcpy(d, s, sizeof(float) * (size_t)w);
+            if (csb == 1) memcpy(d, s, sizeof(float) * (size_t)w);
             else
                 for (int q = 0; q < w; q++) d[q] = s[q * csb];
             for (int q = w; q < nr; q++) d[q] = 0.0f;
@@ -296,10 +311,10 @@ static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t
 /* One MR x NR block of C, full or at an edge: an edge goes through a local
  * tile, and rows of A past the edge are zeros (packed panels already are; an
  * unpacked A is copied into one such panel, never read past its last row). */
-static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *bp, float *c,
+static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int64_t csa, const float *bp, int64_t ldb, float *c,
                   int64_t ldc, int h, int w, bool acc) {
     if (h == kn->mr && w == kn->nr) {
-        kn->k(kc, a, rsa, csa, bp, c, ldc, acc);
+        kn->k(kc, a, rsa, csa, bp, ldb, c, ldc, acc);
         return;
     }
     float panel[KC * MAX_MR];
@@ -310,7 +325,7 @@ static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int
     float tile[MAX_MR * MAX_NR];
     for (int r = 0; r < kn->mr; r++)
         for (int q = 0; q < kn->nr; q++) tile[r * kn->nr + q] = acc && r < h && q < w ? c[r * ldc + q] : 0.0f;
-    kn->k(kc, a, rsa, csa, bp, tile, kn->nr, true);
+    kn->k(kc, a, rsa, csa, bp, ldb, tile, kn->nr, true);
     for (int r = 0; r < h; r++)
         for (int q = 0; q < w; q++) c[r * ldc + q] = tile[r * kn->nr + q];
 }
@@ -350,19 +365,22 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
         for (int64_t k0 = 0; k0 < K; k0 += KC) {
             int64_t kc = K - k0 < KC ? K - k0 : KC;
             bool acc = accumulate || k0 > 0; /* later K blocks add to what the earlier ones left */
-            pack_b(B + k0 * rsb + j0 * csb, rsb, csb, kc, nc, nr, Bp);
+            /* B's rows read in place, nr columns a step, when they are contiguous and whole panels */
+            bool direct = csb == 1 && nc % nr == 0 && i_end - i_begin <= 128 && kc <= 128;
+            if (!direct) pack_b(B + k0 * rsb + j0 * csb, rsb, csb, kc, nc, nr, Bp);
             for (int64_t i0 = i_begin; i0 < i_end; i0 += mc_max) {
                 int64_t mc = i_end - i0 < mc_max ? i_end - i0 : mc_max;
                 const float *a0 = A + i0 * rsa + k0 * csa;
                 if (pack) pack_a(a0, rsa, csa, mc, kc, mr, Ap);
                 for (int64_t j = 0; j < nc; j += nr) {
                     int w = nc - j < nr ? (int)(nc - j) : nr;
-                    const float *bp = Bp + (j / nr) * kc * nr;
+                    const float *bp = direct ? B + k0 * rsb + j0 + j : Bp + (j / nr) * kc * nr;
+                    int64_t ldb = direct ? rsb : nr;
                     for (int64_t i = 0; i < mc; i += mr) {
                         int h = mc - i < mr ? (int)(mc - i) : mr;
                         float *c = C + (i0 + i) * ldc + j0 + j;
-                        if (pack) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, c, ldc, h, w, acc);
-                        else block(&kn, kc, a0 + i * rsa, rsa, csa, bp, c, ldc, h, w, acc);
+                        if (pack) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, ldb, c, ldc, h, w, acc);
+                        else block(&kn, kc, a0 + i * rsa, rsa, csa, bp, ldb, c, ldc, h, w, acc);
                     }
                 }
             }

@@ -57,6 +57,10 @@ START_TEST(test_fast_kernel_against_exact) {
         compare(97, 130, 513, true, false, true);
         compare(20, 2100, 70, false, true, false);
         compare(129, 129, 129, true, true, false);
+        /* B's rows read in place (contiguous, whole panels, a head-sized block), with edge rows */
+        compare(40, 64, 100, false, false, false);
+        compare(128, 32, 128, true, false, true);
+        compare(33, 96, 7, false, false, false);
         ck_assert_str_eq(ac_gemm_fast_kernel_name(), kernels[kn]);
     }
     ck_assert_int_ge(tried, 1);
