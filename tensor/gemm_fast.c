@@ -229,16 +229,17 @@ static bool have_avx2(void) {
  * right. The loops follow B's unit stride: a transposed B (a weight read as
  * W^T) is read along its rows, and the panel (in L1) takes the scattered writes. */
 static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {
-    if (csb == 1 && nr == 32) { /* row by row, each row of B read once from start to end, into every panel */
-        int64_t full = nc / 32 * 32;
-        for (int64_t k = 0; k < kc; k++) {
-            const float *s = B + k * rsb;
-            for (int64_t j = 0; j < full; j += 32) memcpy(Bp + j * kc + k * 32, s + j, 32 * sizeof(float));
-            if (full < nc) {
-                float *d = Bp + full * kc + k * 32;
-                memcpy(d, s + full, sizeof(float) * (size_t)(nc - full));
-                memset(d + (nc - full), 0, sizeof(float) * (size_t)(32 - (nc - full)));
-            }
+    if (csb == 1 && nr == 32) { /* 8 rows of B at a time (in L1), read once, each panel given 8 whole rows */
+        int64_t full = nc / 32 * 32, k = 0;
+        for (; k + 8 <= kc; k += 8)
+            for (int64_t j = 0; j < full; j += 32)
+                for (int q = 0; q < 8; q++) memcpy(Bp + j * kc + (k + q) * 32, B + (k + q) * rsb + j, 32 * sizeof(float));
+        for (; k < kc; k++)
+            for (int64_t j = 0; j < full; j += 32) memcpy(Bp + j * kc + k * 32, B + k * rsb + j, 32 * sizeof(float));
+        for (k = 0; full < nc && k < kc; k++) { /* the last, partial panel, zero-padded */
+            float *d = Bp + full * kc + k * 32;
+            memcpy(d, B + k * rsb + full, sizeof(float) * (size_t)(nc - full));
+            memset(d + (nc - full), 0, sizeof(float) * (size_t)(32 - (nc - full)));
         }
         return;
     }
@@ -274,12 +275,16 @@ static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t
  * read along A's rows when they are contiguous. */
 static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, float *Ap) {
     if (rsa == 1 && mr == 8 && mc % 8 == 0) {
-        /* a transposed A (dY^T in a weight's gradient): along its contiguous
-         * columns, 8 floats into each panel, so each line of A is read once */
-        for (int64_t k = 0; k < kc; k++) {
-            const float *s = A + k * csa;
-            for (int64_t i = 0; i < mc; i += 8) memcpy(Ap + i * kc + k * 8, s + i, 8 * sizeof(float));
-        }
+        /* a transposed A (dY^T in a weight's gradient): 8 of its contiguous
+         * rows at a time (in L1), each panel then given 8 whole k-steps, 4
+         * lines written whole; one k-step into every panel in turn left its
+         * lines half-written (panels kc * 32 bytes apart share an L1 set) */
+        int64_t k = 0;
+        for (; k + 8 <= kc; k += 8)
+            for (int64_t i = 0; i < mc; i += 8)
+                for (int q = 0; q < 8; q++) memcpy(Ap + i * kc + (k + q) * 8, A + (k + q) * csa + i, 8 * sizeof(float));
+        for (; k < kc; k++)
+            for (int64_t i = 0; i < mc; i += 8) memcpy(Ap + i * kc + k * 8, A + k * csa + i, 8 * sizeof(float));
         return;
     }
     for (int64_t i = 0; i < mc; i += mr, Ap += kc * mr) {
