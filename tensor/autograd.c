@@ -152,6 +152,14 @@ void ac_accum(Tensor *x, Tensor *g) { accum(x, g, false); }
 void ac_accum_new(Tensor *x, Tensor *g) { accum(x, g, true); }
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g) { accum(x, g, n->bgrad_owned); }
 
+Tensor *ac_accum_target(Tensor *x) {
+    int k = x && running ? input_slot(running, x) : -1;
+    Node *fn = k >= 0 && running->needs[k] ? running->next[k] : NULL;
+    if (!fn || !fn->bgrad || !fn->bgrad_owned) return NULL;
+    Tensor *b = fn->bgrad;
+    return b->offset == 0 && torch_is_contiguous(b) && torch_numel(b) == torch_numel(x) ? b : NULL;
+}
+
 Tensor *ac_grad_out(Node *n, Tensor *g) {
     return n->bgrad_owned && g->dtype == AC_FLOAT32 && g->offset == 0 && torch_is_contiguous(g) ? g : ac_new_like(g);
 }

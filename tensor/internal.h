@@ -113,6 +113,10 @@ void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
 void ac_accum_new(Tensor *x, Tensor *g);    /* ac_accum, g new and referenced by nothing else */
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g); /* ac_accum of n's own gradient g (or a view of it): owned if n owned it */
 Tensor *ac_grad_out(Node *n, Tensor *g);    /* g when n owns it and it is contiguous, else a new tensor like g */
+/* The gradient summed so far for input x of the running backward, when it is
+ * a contiguous buffer nothing else reads: a product may add into it directly
+ * (fast math: C += A @ B rounds differently from C + (A @ B)). NULL otherwise. */
+Tensor *ac_accum_target(Tensor *x);
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */

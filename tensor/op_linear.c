@@ -13,9 +13,12 @@ static void linear_backward(Node *n, Tensor *gt) {
     int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x);
     const float *G = ac_cdata(gt);
     if (ac_needs_grad(x)) {
-        Tensor *gx = ac_new_like(x);
-        ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(ac_unpack(n, sv->w)), in_f, gx->data, in_f, false);
-        ac_accum_new(x, gx);
+        /* in fast math, dX is added straight into x's gradient when the other
+         * users of x (a model's q, k and v) have started one: no pass to add it */
+        Tensor *sum = ac_get_exact() ? NULL : ac_accum_target(x);
+        Tensor *gx = sum ? sum : ac_new_like(x);
+        ac_gemm(rows, in_f, out_f, G, out_f, ac_cdata(ac_unpack(n, sv->w)), in_f, gx->data, in_f, sum != NULL);
+        if (!sum) ac_accum_new(x, gx);
     }
     if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
         Tensor *gw = ac_new_like(w);

@@ -1,5 +1,6 @@
 /* The engine's semantics, as PyTorch's: accumulation, reuse, detach, no-grad,
  * freed graphs, explicit output gradients, deep graphs, grad_fn names. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -277,6 +278,35 @@ START_TEST(test_matmul_grads_keep_the_operands_layout) {
 }
 END_TEST
 
+/* In fast math a linear layer adds dX straight into the gradient its input's
+ * other users started (a model's q, k, v): the sum must be the one exact math
+ * makes, to float rounding, also when the residual path borrowed it first. */
+static void shared_input_grad(bool exact, float *out) {
+    ac_set_exact(exact);
+    torch_manual_seed(3);
+    Tensor *leaf = torch_requires_grad_(torch_randn(SHAPE(2, 24, 40)), true);
+    Tensor *w[3];
+    for (int i = 0; i < 3; i++) w[i] = torch_requires_grad_(torch_randn(SHAPE(40, 40)), true);
+    Tensor *x = torch_mul_scalar(leaf, 0.5);
+    Tensor *q = torch_linear(x, w[0], NULL), *k = torch_linear(x, w[1], NULL), *v = torch_linear(x, w[2], NULL);
+    Tensor *y = torch_add(x, torch_add(torch_mul(q, k), v)); /* x + (q * k + v): the residual first */
+    torch_backward(torch_sum(torch_mul(y, y)), NULL);
+    memcpy(out, ac_data_float(leaf->grad), sizeof(float) * 2 * 24 * 40);
+}
+
+START_TEST(test_linear_adds_into_a_shared_gradient) {
+    bool was = ac_get_exact();
+    float *fast = malloc(sizeof(float) * 2 * 24 * 40), *exact = malloc(sizeof(float) * 2 * 24 * 40);
+    shared_input_grad(false, fast);
+    shared_input_grad(true, exact);
+    for (int i = 0; i < 2 * 24 * 40; i++)
+        ck_assert_msg(fabsf(fast[i] - exact[i]) <= 1e-4f * (1 + fabsf(exact[i])), "element %d: %.9g, exact %.9g", i,
+                      fast[i], exact[i]);
+    free(fast), free(exact);
+    ac_set_exact(was);
+}
+END_TEST
+
 Suite *suite_autograd(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase("engine");
@@ -290,6 +320,7 @@ Suite *suite_autograd(void) {
     tcase_add_test(tc, test_grad_fn_names);
     tcase_add_test(tc, test_gradients_written_in_place);
     tcase_add_test(tc, test_matmul_grads_keep_the_operands_layout);
+    tcase_add_test(tc, test_linear_adds_into_a_shared_gradient);
     suite_add_tcase(s, tc);
     return s;
 }
