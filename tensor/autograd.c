@@ -148,6 +148,11 @@ static void add_into(float *dst, const float *src, int64_t n) {
 /* Called by the running node's backward for one of its inputs: a leaf's .grad
  * += g; otherwise g is added to the buffer of the node that made the input. */
 static void accum(Tensor *x, Tensor *g, bool owned);
+/* An owned gradient's elements in order, to add into; NULL when it is not
+ * owned or is a view whose elements are not in order (a transposed one). */
+static float *writable(Tensor *t, bool owned) {
+    return owned && torch_is_contiguous(t) ? (float *)t->data + t->offset : NULL;
+}
 void ac_accum(Tensor *x, Tensor *g) { accum(x, g, false); }
 void ac_accum_new(Tensor *x, Tensor *g) { accum(x, g, true); }
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g) { accum(x, g, n->bgrad_owned); }
@@ -191,10 +196,11 @@ static void accum(Tensor *x, Tensor *g, bool owned) {
         }
         return;
     }
-    if (fn->bgrad_owned) {
-        add_into(fn->bgrad->data, gd, n);
-    } else if (owned && torch_is_contiguous(g)) { /* the sum into g, which nothing else reads */
-        add_into(g->data, ac_cdata(fn->bgrad), n);
+    float *into;
+    if ((into = writable(fn->bgrad, fn->bgrad_owned))) { /* the sum so far is ours, in order: add to it */
+        add_into(into, gd, n);
+    } else if ((into = writable(g, owned))) { /* the sum into g, which nothing else reads */
+        add_into(into, ac_cdata(fn->bgrad), n);
         fn->bgrad = g;
         fn->bgrad_owned = true;
     } else {

@@ -218,6 +218,20 @@ START_TEST(test_gradients_written_in_place) {
     torch_backward(torch_sum(torch_mul(t, T(4.0f, 8.0f))), NULL);
     assert_repr(t->grad, "tensor([4., 8.])");
     assert_repr(v->grad, "tensor([ 6., 12.])");
+    /* an owned gradient handed on as a transposed view (softmax's, through transpose), then a
+     * second gradient added to it: the same as through a contiguous copy */
+    float got[6], want[6];
+    for (int route = 0; route < 2; route++) {
+        Tensor *l = torch_requires_grad_(torch_tensor((const float[]){1, 2, 3, 4, 5, 6}, SHAPE(2, 3)), true);
+        Tensor *m = torch_mul_scalar(l, 1.0), *mt = torch_transpose(m, 0, 1);
+        if (route) mt = torch_contiguous(mt);
+        Tensor *w1 = torch_tensor((const float[]){1, 10, 100, 1000, 10000, 100000}, SHAPE(3, 2));
+        Tensor *w2 = torch_tensor((const float[]){1, 2, 3, 4, 5, 6}, SHAPE(2, 3));
+        Tensor *p1 = torch_sum(torch_mul(torch_softmax(mt, -1), w1)), *p2 = torch_sum(torch_mul(m, w2));
+        torch_backward(torch_add(p2, p1), NULL);
+        memcpy(route ? want : got, ac_data_float(l->grad), sizeof got);
+    }
+    for (int i = 0; i < 6; i++) ck_assert_msg(got[i] == want[i], "element %d: %g, want %g", i, got[i], want[i]);
 }
 END_TEST
 
