@@ -1,11 +1,15 @@
 /* A structured fuzzer: the input is a small program that builds tensors of
  * random shapes (empty dims included), runs random ops on them with random
  * dims, indices and values, then backward(). Errors are fine; a crash, a
- * sanitizer report, or a gradient of the wrong shape is not. */
+ * sanitizer report, or a gradient of the wrong shape is not. The program then
+ * runs again with no gradient written in place (ac_grad_reuse off): the
+ * leaves' gradients must be the same bits in exact math (in fast math a linear
+ * layer's dX added in place rounds once less: within 1e-3 there). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
+#include "internal.h" /* ac_grad_reuse */
 
 typedef struct { const uint8_t *p; size_t n; } Input;
 static int byte(Input *in) {
@@ -18,12 +22,13 @@ static int64_t small(Input *in) { return (int64_t)(int8_t)byte(in) % 6; } /* -5.
 #define POOL 8
 static Tensor *pool[POOL];
 static Tensor *leaves[64];
-static int n_pool, n_leaves;
+static int n_pool, n_leaves, n_pushed;
 
 static Tensor *pick(Input *in) { return n_pool ? pool[byte(in) % n_pool] : NULL; }
 static void push(Tensor *t) {
     if (n_pool < POOL) pool[n_pool++] = t;
-    else pool[(size_t)t % POOL] = t;
+    else pool[(size_t)n_pushed * 5 % POOL] = t; /* not by address: the second run must build the same program */
+    n_pushed++;
 }
 
 static Tensor *random_tensor(Input *in, bool index) {
@@ -41,7 +46,7 @@ static Tensor *random_tensor(Input *in, bool index) {
 
 static void step(Input *in) {
     Tensor *a = pick(in), *b = pick(in), *r = NULL;
-    int op = byte(in) % 66;
+    int op = byte(in) % 67;
     int64_t d = small(in), e = small(in);
     switch (op) {
     case 0: r = random_tensor(in, false); break;
@@ -116,23 +121,24 @@ static void step(Input *in) {
     case 63: r = torch_detach(a); break;
     case 64: if (a && a->requires_grad) torch_retain_grad(a); r = a; break;
     case 65: r = torch_clone(a); break;
+    case 66: r = byte(in) & 1 ? torch_mul_scalar(a, (double)e) : torch_div_scalar(a, (double)e); break;
     }
-    if (r) push(r);
+    if (r && torch_numel(r) <= 1 << 14) push(r); /* no growth past that: repeat of repeat once took 13 s an input */
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+/* Builds and runs the program; true when backward ran (the leaves' gradients are set). */
+static bool run(const uint8_t *data, size_t size) {
     Input in = {data, size};
-    ac_mark m = ac_arena_mark();
-    n_pool = n_leaves = 0;
+    n_pool = n_leaves = n_pushed = 0;
     torch_manual_seed(size);
-    bool grad = torch_is_grad_enabled();
-    ac_set_error_handler(fuzz_on_error, NULL);
+    bool ran = false;
     if (setjmp(fuzz_jump) == 0) {
         push(random_tensor(&in, false));
         for (int i = 0; i < 24 && in.n; i++) step(&in);
         Tensor *y = pool[n_pool - 1];
         if (y->requires_grad && y->dtype == AC_FLOAT32) {
             torch_backward(torch_sum(torch_mul(y, torch_rand(y->ndim, y->shape))), NULL);
+            ran = true;
             for (int i = 0; i < n_leaves; i++) {
                 Tensor *g = leaves[i]->grad;
                 if (g && (g->ndim != leaves[i]->ndim ||
@@ -141,6 +147,39 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             }
         }
     }
+    return ran;
+}
+
+static bool same(float a, float b, bool exact) {
+    if (isnan(a) || isnan(b)) return isnan(a) && isnan(b);
+    if (exact || isinf(a) || isinf(b)) return memcmp(&a, &b, sizeof a) == 0 || a == b;
+    return fabsf(a - b) <= 1e-3f * (1 + fabsf(a) + fabsf(b));
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    ac_mark m = ac_arena_mark();
+    bool grad = torch_is_grad_enabled(), exact = ac_get_exact();
+    ac_set_error_handler(fuzz_on_error, NULL);
+    ac_set_exact(size % 2 == 0);
+    bool ran = run(data, size);
+    int n = n_leaves;
+    Tensor *first[64];
+    for (int i = 0; i < n; i++) first[i] = leaves[i]->grad;
+    ac_grad_reuse = false;
+    bool again = run(data, size);
+    ac_grad_reuse = true;
+    if (ran != again || n_leaves != n) abort(); /* the same program */
+    for (int i = 0; ran && i < n; i++) {
+        Tensor *a = first[i], *b = leaves[i]->grad;
+        if (!a || !b) {
+            if (a != b) abort();
+            continue;
+        }
+        const float *pa = ac_data_float(a), *pb = ac_data_float(b);
+        for (int64_t k = 0, e = torch_numel(a); k < e; k++)
+            if (!same(pa[k], pb[k], ac_get_exact())) abort(); /* a gradient written in place that was read after */
+    }
+    ac_set_exact(exact);
     ac_set_error_handler(NULL, NULL);
     if (torch_is_grad_enabled() != grad) abort(); /* grad mode survives errors */
     ac_arena_release(m);

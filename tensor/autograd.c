@@ -151,14 +151,16 @@ static void accum(Tensor *x, Tensor *g, bool owned);
 /* An owned gradient's elements in order, to add into; NULL when it is not
  * owned or is a view whose elements are not in order (a transposed one). */
 static float *writable(Tensor *t, bool owned) {
-    return owned && torch_is_contiguous(t) ? (float *)t->data + t->offset : NULL;
+    return owned && ac_grad_reuse && torch_is_contiguous(t) ? (float *)t->data + t->offset : NULL;
 }
+
+bool ac_grad_reuse = true;
 void ac_accum(Tensor *x, Tensor *g) { accum(x, g, false); }
 void ac_accum_new(Tensor *x, Tensor *g) { accum(x, g, true); }
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g) { accum(x, g, n->bgrad_owned); }
 
 Tensor *ac_accum_target(Tensor *x) {
-    int k = x && running ? input_slot(running, x) : -1;
+    int k = x && running && ac_grad_reuse ? input_slot(running, x) : -1;
     Node *fn = k >= 0 && running->needs[k] ? running->next[k] : NULL;
     if (!fn || !fn->bgrad || !fn->bgrad_owned) return NULL;
     Tensor *b = fn->bgrad;
@@ -166,7 +168,8 @@ Tensor *ac_accum_target(Tensor *x) {
 }
 
 Tensor *ac_grad_out(Node *n, Tensor *g) {
-    return n->bgrad_owned && g->dtype == AC_FLOAT32 && g->offset == 0 && torch_is_contiguous(g) ? g : ac_new_like(g);
+    return n->bgrad_owned && ac_grad_reuse && g->dtype == AC_FLOAT32 && g->offset == 0 && torch_is_contiguous(g)
+               ? g : ac_new_like(g);
 }
 
 static void accum(Tensor *x, Tensor *g, bool owned) {

@@ -117,6 +117,9 @@ Tensor *ac_grad_out(Node *n, Tensor *g);    /* g when n owns it and it is contig
  * a contiguous buffer nothing else reads: a product may add into it directly
  * (fast math: C += A @ B rounds differently from C + (A @ B)). NULL otherwise. */
 Tensor *ac_accum_target(Tensor *x);
+/* false: no gradient is written into or added to in place (the fuzzer's
+ * reference run; the gradients must come out the same) */
+extern bool ac_grad_reuse;
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */
