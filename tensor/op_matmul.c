@@ -84,8 +84,9 @@ static Plan make_plan(const Tensor *a, const Tensor *b) {
         p.sb[d] = xb == 1 ? 0 : b->stride[ib];
         p.ga[d] = xa == 1 ? 0 : cga;
         p.gb[d] = xb == 1 ? 0 : cgb;
-        p.a_broadcast |= xa == 1 && p.shape[d] > 1;
-        p.b_broadcast |= xb == 1 && p.shape[d] > 1;
+        /* reused across the batches, or across none (a batch dim of size 0): its gradient is a sum, zeros for none */
+        p.a_broadcast |= xa == 1 && p.shape[d] != 1;
+        p.b_broadcast |= xb == 1 && p.shape[d] != 1;
         cga *= xa;
         cgb *= xb;
     }

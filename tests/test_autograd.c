@@ -235,6 +235,19 @@ START_TEST(test_gradients_written_in_place) {
 }
 END_TEST
 
+START_TEST(test_matmul_grad_over_empty_batch) {
+    /* an operand broadcast across a batch dim of size 0 gets zeros: it was left
+     * unwritten (fuzz_graph's second run saw other bits there) */
+    ac_mark junk = ac_arena_mark();
+    torch_full(SHAPE(1 << 16), NAN); /* what the arena hands out next held NaN */
+    ac_arena_release(junk);
+    Tensor *e = torch_requires_grad_(torch_rand(SHAPE(0, 3, 4, 4)), true), *f = torch_requires_grad_(torch_rand(SHAPE(3, 4, 4)), true);
+    torch_backward(torch_sum(torch_matmul(e, f)), NULL);
+    ck_assert(torch_numel(e->grad) == 0);
+    for (int i = 0; i < 48; i++) ck_assert(ac_data_float(f->grad)[i] == 0.0f);
+}
+END_TEST
+
 /* matmul's gradients are laid out as their operands (a head's transposed q, k,
  * v; here q's and k's with rows adjacent, v's with columns adjacent), and dC
  * is read through its strides: the values must be those of the same products
@@ -335,6 +348,7 @@ Suite *suite_autograd(void) {
     tcase_add_test(tc, test_gradients_written_in_place);
     tcase_add_test(tc, test_matmul_grads_keep_the_operands_layout);
     tcase_add_test(tc, test_linear_adds_into_a_shared_gradient);
+    tcase_add_test(tc, test_matmul_grad_over_empty_batch);
     suite_add_tcase(s, tc);
     return s;
 }
