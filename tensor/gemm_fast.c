@@ -124,13 +124,26 @@ __attribute__((target("avx2,fma"))) static void kernel_avx2(int64_t K, const flo
 
 /* Plain loops for tiny products: the micro-kernels' very sums (k in order,
  * one fused rounding each), without tiles or packing. */
-#define TINY_LOOP(FMA)                                                                          \
-    for (int64_t i = i0; i < i1; i++)                                                           \
-        for (int64_t j = 0; j < N; j++) {                                                       \
-            float c = acc ? C[i * ldc + j] : 0.0f;                                              \
-            for (int64_t k = 0; k < K; k++) c = FMA(A[i * rsa + k * csa], B[k * rsb + j * csb], c); \
-            C[i * ldc + j] = c;                                                                 \
-        }
+#define TINY_LOOP(FMA)                                                                           \
+    for (int64_t i = i0; i < i1; i++) {                                                          \
+        const float *a = A + i * rsa;                                                            \
+        float *c = C + i * ldc;                                                                  \
+        int64_t j = 0;                                                                           \
+        for (; j + 2 <= N; j += 2) { /* two sums at once: one FMA's latency hides the other's */ \
+            const float *b = B + j * csb;                                                        \
+            float c0 = acc ? c[j] : 0.0f, c1 = acc ? c[j + 1] : 0.0f;                            \
+            for (int64_t k = 0; k < K; k++) {                                                    \
+                c0 = FMA(a[k * csa], b[k * rsb], c0);                                            \
+                c1 = FMA(a[k * csa], b[k * rsb + csb], c1);                                      \
+            }                                                                                    \
+            c[j] = c0, c[j + 1] = c1;                                                            \
+        }                                                                                        \
+        for (; j < N; j++) {                                                                     \
+            float c0 = acc ? c[j] : 0.0f;                                                        \
+            for (int64_t k = 0; k < K; k++) c0 = FMA(a[k * csa], B[k * rsb + j * csb], c0);     \
+            c[j] = c0;                                                                           \
+        }                                                                                        \
+    }
 typedef void (*tiny_fn)(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
                         const float *B, int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc);
 static void tiny_c(int64_t i0, int64_t i1, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
