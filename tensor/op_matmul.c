@@ -49,62 +49,61 @@ static void promote(const Tensor *t, bool left, int *nd, int64_t *shape) {
     memcpy(shape, t->shape, sizeof(int64_t) * (size_t)t->ndim);
 }
 
-static Plan make_plan(const Tensor *a, const Tensor *b) {
-    Plan p;
-    memset(&p, 0, sizeof p);
+/* Written into *p, in the arena: the backward keeps that one, no copies made */
+static void make_plan(const Tensor *a, const Tensor *b, Plan *p) {
+    memset(p, 0, sizeof *p);
     int na, nb;
     int64_t sha[AC_MAX_DIMS], shb[AC_MAX_DIMS];
     promote(a, true, &na, sha);
     promote(b, false, &nb, shb);
-    p.n = sha[na - 2];
-    p.k = sha[na - 1];
-    p.m = shb[nb - 1];
-    if (shb[nb - 2] != p.k) {
+    p->n = sha[na - 2];
+    p->k = sha[na - 1];
+    p->m = shb[nb - 1];
+    if (shb[nb - 2] != p->k) {
         if (a->ndim == 2 && b->ndim == 1)
-            ac_error("matmul: size mismatch, got %lld, %lldx%lld,%lld", (long long)p.n,
-                     (long long)p.n, (long long)p.k, (long long)b->shape[0]);
+            ac_error("matmul: size mismatch, got %lld, %lldx%lld,%lld", (long long)p->n,
+                     (long long)p->n, (long long)p->k, (long long)b->shape[0]);
         /* PyTorch's wording, with the matrices as they meet in the product (a folded to 2-D
          * when it is batched and b is not: its rows are all its dims but the last) */
-        int64_t rows = a->ndim > 2 && b->ndim <= 2 ? ac_rows(a) : p.n;
+        int64_t rows = a->ndim > 2 && b->ndim <= 2 ? ac_rows(a) : p->n;
         ac_error("matmul: mat1 and mat2 shapes cannot be multiplied (%lldx%lld and %lldx%lld)", (long long)rows,
-                 (long long)p.k, (long long)shb[nb - 2], (long long)p.m);
+                 (long long)p->k, (long long)shb[nb - 2], (long long)p->m);
     }
     int ba = na - 2, bb = nb - 2;
-    p.nd = ba > bb ? ba : bb;
-    int64_t cga = p.n * p.k, cgb = p.k * p.m; /* contiguous strides for the gradients' batches */
-    for (int d = p.nd - 1; d >= 0; d--) {
-        int ia = ba - p.nd + d, ib = bb - p.nd + d;
+    p->nd = ba > bb ? ba : bb;
+    int64_t cga = p->n * p->k, cgb = p->k * p->m; /* contiguous strides for the gradients' batches */
+    for (int d = p->nd - 1; d >= 0; d--) {
+        int ia = ba - p->nd + d, ib = bb - p->nd + d;
         int64_t xa = ia >= 0 ? sha[ia] : 1, xb = ib >= 0 ? shb[ib] : 1;
         if (xa != xb && xa != 1 && xb != 1)
             ac_error("matmul: The size of tensor a (%lld) must match the size of tensor b (%lld) at "
                      "non-singleton dimension %d (batch dims of %s and %s)", (long long)xa, (long long)xb, d,
                      ac_shape_str(a), ac_shape_str(b));
-        p.shape[d] = xa == 1 ? xb : xa;
-        p.sa[d] = xa == 1 ? 0 : a->stride[ia];
-        p.sb[d] = xb == 1 ? 0 : b->stride[ib];
-        p.ga[d] = xa == 1 ? 0 : cga;
-        p.gb[d] = xb == 1 ? 0 : cgb;
+        p->shape[d] = xa == 1 ? xb : xa;
+        p->sa[d] = xa == 1 ? 0 : a->stride[ia];
+        p->sb[d] = xb == 1 ? 0 : b->stride[ib];
+        p->ga[d] = xa == 1 ? 0 : cga;
+        p->gb[d] = xb == 1 ? 0 : cgb;
         /* reused across the batches, or across none (a batch dim of size 0): its gradient is a sum, zeros for none */
-        p.a_broadcast |= xa == 1 && p.shape[d] != 1;
-        p.b_broadcast |= xb == 1 && p.shape[d] != 1;
+        p->a_broadcast |= xa == 1 && p->shape[d] != 1;
+        p->b_broadcast |= xb == 1 && p->shape[d] != 1;
         cga *= xa;
         cgb *= xb;
     }
     /* the matrices' own strides (a 1-D operand is one row of a, one column of b) */
-    p.rsa = a->ndim == 1 ? 0 : a->stride[a->ndim - 2];
-    p.csa = a->stride[a->ndim - 1];
-    p.rsb = b->ndim == 1 ? b->stride[0] : b->stride[b->ndim - 2];
-    p.csb = b->ndim == 1 ? 1 : b->stride[b->ndim - 1];
-    p.nbatch = 1;
-    for (int d = 0; d < p.nd; d++) p.nbatch *= p.shape[d];
+    p->rsa = a->ndim == 1 ? 0 : a->stride[a->ndim - 2];
+    p->csa = a->stride[a->ndim - 1];
+    p->rsb = b->ndim == 1 ? b->stride[0] : b->stride[b->ndim - 2];
+    p->csb = b->ndim == 1 ? 1 : b->stride[b->ndim - 1];
+    p->nbatch = 1;
+    for (int d = 0; d < p->nd; d++) p->nbatch *= p->shape[d];
     /* folding a's batches into rows needs every batch to sit n rows after the last */
-    p.fold = bb == 0 && ba > 0;
-    int64_t expect = p.rsa * p.n;
-    for (int d = p.nd - 1; d >= 0 && p.fold; d--) {
-        if (p.shape[d] > 1 && p.sa[d] != expect) p.fold = false;
-        expect *= p.shape[d];
+    p->fold = bb == 0 && ba > 0;
+    int64_t expect = p->rsa * p->n;
+    for (int d = p->nd - 1; d >= 0 && p->fold; d--) {
+        if (p->shape[d] > 1 && p->sa[d] != expect) p->fold = false;
+        expect *= p->shape[d];
     }
-    return p;
 }
 
 /* One product per batch, the batches split among threads (each writes its
@@ -222,12 +221,12 @@ static Tensor *grad_like(const Plan *p, const Tensor *x, Grads *t) {
 }
 
 /* The plan, and each operand saved when the other one needs its gradient. */
-typedef struct { Plan p; ac_saved a, b; } MatmulSaved;
+typedef struct { const Plan *p; ac_saved a, b; } MatmulSaved;
 
 static void matmul_backward(Node *node, Tensor *gt) {
     Tensor *a = node->inputs[0], *b = node->inputs[1];
     const MatmulSaved *sv = node->ctx;
-    const Plan *p = &sv->p;
+    const Plan *p = sv->p;
     int64_t n = p->n, k = p->k, m = p->m;
     Tensor *as = ac_unpack(node, sv->a), *bs = ac_unpack(node, sv->b);
     const float *A = as ? (const float *)as->data + as->offset : NULL;
@@ -286,15 +285,16 @@ static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
     if (a->ndim == 0 || b->ndim == 0)
         ac_error("%s: both arguments to matmul need to be at least 1D, but they are %dD and %dD", op,
                  a->ndim, b->ndim);
-    Plan p = make_plan(a, b);
+    Plan *p = ac_arena_alloc(sizeof *p);
+    make_plan(a, b, p);
     int64_t shape[AC_MAX_DIMS];
     int nd = 0;
-    for (int d = 0; d < p.nd; d++) shape[nd++] = p.shape[d];
-    if (a->ndim > 1) shape[nd++] = p.n;
-    if (b->ndim > 1) shape[nd++] = p.m;
+    for (int d = 0; d < p->nd; d++) shape[nd++] = p->shape[d];
+    if (a->ndim > 1) shape[nd++] = p->n;
+    if (b->ndim > 1) shape[nd++] = p->m;
     if (nd > AC_MAX_DIMS) ac_error("%s: result has more than %d dimensions", op, AC_MAX_DIMS);
     Tensor *out = ac_new(AC_FLOAT32, nd, shape);
-    product(&p, (const float *)a->data + a->offset, (const float *)b->data + b->offset, out->data);
+    product(p, (const float *)a->data + a->offset, (const float *)b->data + b->offset, out->data);
     const char *name = a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
                      : a->ndim == 2 && b->ndim == 2 ? "MmBackward0"
                      : a->ndim == 1 && b->ndim == 2 ? "SqueezeBackward3" /* 1.13: unsqueeze, mm, squeeze */
