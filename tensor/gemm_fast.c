@@ -399,11 +399,13 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
                         float *c = C + (i0 + i) * ldc + j0 + j;
                         /* the next tile of C on its way while this one is computed: its rows
                          * are ldc apart, each a miss the kernel would otherwise wait for */
-                        if (i + mr < mc)
-                            for (int r = 0; r < mr; r++) {
-                                __builtin_prefetch(c + (mr + r) * ldc, 1);
-                                __builtin_prefetch(c + (mr + r) * ldc + nr - 1, 1);
-                            }
+                        const float *next = i + mr < mc ? c + mr * ldc                   /* below */
+                                          : j + nr < nc ? C + i0 * ldc + j0 + j + nr /* the next panel's first */
+                                                        : NULL;
+                        for (int r = 0; next && r < mr; r++) {
+                            __builtin_prefetch(next + r * ldc, 1);
+                            __builtin_prefetch(next + r * ldc + nr - 1, 1);
+                        }
                         if (pack) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, ldb, c, ldc, h, w, acc);
                         else block(&kn, kc, a0 + i * rsa, rsa, csa, bp, ldb, c, ldc, h, w, acc);
                     }
