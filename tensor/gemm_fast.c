@@ -238,91 +238,57 @@ static bool have_avx2(void) {
 }
 #endif
 
-/* B[k0:k0+kc, j0:j0+nc] into NR-wide panels, k-major, zero-padded on the
- * right. The loops follow B's unit stride: a transposed B (a weight read as
- * W^T) is read along its rows, and the panel (in L1) takes the scattered writes. */
-static void pack_b(const float *B, int64_t rsb, int64_t csb, int64_t kc, int64_t nc, int nr, float *Bp) {
-    if (csb == 1 && nr == 32) { /* 8 rows of B at a time (in L1), read once, each panel given 8 whole rows */
-        int64_t full = nc / 32 * 32, k = 0;
-        for (; k + 8 <= kc; k += 8)
-            for (int64_t j = 0; j < full; j += 32)
-                for (int q = 0; q < 8; q++) memcpy(Bp + j * kc + (k + q) * 32, B + (k + q) * rsb + j, 32 * sizeof(float));
-        for (; k < kc; k++)
-            for (int64_t j = 0; j < full; j += 32) memcpy(Bp + j * kc + k * 32, B + k * rsb + j, 32 * sizeof(float));
-        for (k = 0; full < nc && k < kc; k++) { /* the last, partial panel, zero-padded */
-            float *d = Bp + full * kc + k * 32;
-            memcpy(d, B + k * rsb + full, sizeof(float) * (size_t)(nc - full));
-            memset(d + (nc - full), 0, sizeof(float) * (size_t)(32 - (nc - full)));
-        }
-        return;
-    }
-    for (int64_t j = 0; j < nc; j += nr, Bp += kc * nr) {
-        int w = nc - j < nr ? (int)(nc - j) : nr;
-        if (csb != 1 && rsb == 1) {
-#ifdef AC_X86
-            if (w == nr && nr % 8 == 0 && have_avx2()) { /* 8 columns at a time, transposed in registers */
-                for (int q = 0; q < nr; q += 8) pack8_rows(B + (j + q) * csb, csb, kc, Bp + q, nr);
-                continue;
-            }
-#endif
-            for (int q = 0; q < w; q++) {
-                const float *s = B + (j + q) * csb;
-                for (int64_t k = 0; k < kc; k++) Bp[k * nr + q] = s[k];
-            }
-            for (int64_t k = 0; k < kc; k++)
-                for (int q = w; q < nr; q++) Bp[k * nr + q] = 0.0f;
-            continue;
-        }
-        for (int64_t k = 0; k < kc; k++) {
-            float *d = Bp + k * nr;
-            const float *s = B + k * rsb + j * csb;
-            if (csb == 1) memcpy(d, s, sizeof(float) * (size_t)w);
-            else
-                for (int q = 0; q < w; q++) d[q] = s[q * csb];
-            for (int q = w; q < nr; q++) d[q] = 0.0f;
-        }
+/* n lines of X (line i, step k at X[i * rl + k * rk]) into w-wide panels,
+ * k-major (panel element [k][q] is line p + q at step k), the last one
+ * zero-padded: A's row panels (lines are A's rows: rl = rsa, rk = csa) and
+ * B's column panels (lines are B's columns: rl = csb, rk = rsb) alike. The
+ * loops follow X's unit stride:
+ *  - lines contiguous along k (A's rows; a transposed B, a weight read as
+ *    W^T): 8 lines at a time transposed in registers;
+ *  - steps contiguous across lines (B's rows; a transposed A, dY^T in a
+ *    weight's gradient): 8 steps at a time (in L1), each panel given 8 whole
+ *    steps, its lines written whole; one step into every panel in turn left
+ *    lines half-written (panels kc * w * 4 bytes apart share an L1 set). */
+static inline void copy_line(float *d, const float *s, int w) { /* constant sizes: inlined moves, no call */
+    switch (w) {
+    case 8: memcpy(d, s, 8 * sizeof(float)); break;
+    case 16: memcpy(d, s, 16 * sizeof(float)); break;
+    case 32: memcpy(d, s, 32 * sizeof(float)); break;
+    default: memcpy(d, s, sizeof(float) * (size_t)w);
     }
 }
 
-/* A[i0:i0+mc, k0:k0+kc] into MR-tall panels, k-major, zero-padded below;
- * read along A's rows when they are contiguous. */
-static void pack_a(const float *A, int64_t rsa, int64_t csa, int64_t mc, int64_t kc, int mr, float *Ap) {
-    if (rsa == 1 && mr == 8 && mc % 8 == 0) {
-        /* a transposed A (dY^T in a weight's gradient): 8 of its contiguous
-         * rows at a time (in L1), each panel then given 8 whole k-steps, 4
-         * lines written whole; one k-step into every panel in turn left its
-         * lines half-written (panels kc * 32 bytes apart share an L1 set) */
+static void pack(const float *X, int64_t rl, int64_t rk, int64_t n, int64_t kc, int w, float *P) {
+    int64_t full = w % 8 == 0 ? n / w * w : 0; /* lines in whole panels, for the fast paths */
+    if (rl == 1 && full) {
         int64_t k = 0;
         for (; k + 8 <= kc; k += 8)
-            for (int64_t i = 0; i < mc; i += 8)
-                for (int q = 0; q < 8; q++) memcpy(Ap + i * kc + (k + q) * 8, A + (k + q) * csa + i, 8 * sizeof(float));
+            for (int64_t i = 0; i < full; i += w)
+                for (int q = 0; q < 8; q++) copy_line(P + i * kc + (k + q) * w, X + (k + q) * rk + i, w);
         for (; k < kc; k++)
-            for (int64_t i = 0; i < mc; i += 8) memcpy(Ap + i * kc + k * 8, A + k * csa + i, 8 * sizeof(float));
-        return;
+            for (int64_t i = 0; i < full; i += w) copy_line(P + i * kc + k * w, X + k * rk + i, w);
+        if (full == n) return;
+        X += full, P += full * kc, n -= full; /* the partial panel below */
     }
-    for (int64_t i = 0; i < mc; i += mr, Ap += kc * mr) {
-        int h = mc - i < mr ? (int)(mc - i) : mr;
+    for (int64_t i = 0; i < n; i += w, P += kc * w) {
+        int h = n - i < w ? (int)(n - i) : w;
 #ifdef AC_X86
-        if (csa == 1 && mr == 8 && h == 8 && have_avx2()) {
-            pack8_rows(A + i * rsa, rsa, kc, Ap, 8);
+        if (rk == 1 && h == w && w % 8 == 0 && have_avx2()) {
+            for (int q = 0; q < w; q += 8) pack8_rows(X + (i + q) * rl, rl, kc, P + q, w);
             continue;
         }
 #endif
-        if (csa == 1 && rsa != 1) {
-            for (int r = 0; r < h; r++) {
-                const float *s = A + (i + r) * rsa;
-                for (int64_t k = 0; k < kc; k++) Ap[k * mr + r] = s[k];
+        if (rk == 1) {
+            for (int q = 0; q < h; q++) {
+                const float *s = X + (i + q) * rl;
+                for (int64_t k = 0; k < kc; k++) P[k * w + q] = s[k];
             }
+        } else {
             for (int64_t k = 0; k < kc; k++)
-                for (int r = h; r < mr; r++) Ap[k * mr + r] = 0.0f;
-            continue;
+                for (int q = 0; q < h; q++) P[k * w + q] = X[(i + q) * rl + k * rk];
         }
-        for (int64_t k = 0; k < kc; k++) {
-            float *d = Ap + k * mr;
-            const float *s = A + i * rsa + k * csa;
-            for (int r = 0; r < h; r++) d[r] = s[r * rsa];
-            for (int r = h; r < mr; r++) d[r] = 0.0f;
-        }
+        for (int64_t k = 0; h < w && k < kc; k++)
+            for (int q = h; q < w; q++) P[k * w + q] = 0.0f;
     }
 }
 
@@ -337,7 +303,7 @@ static void block(const Kernel *kn, int64_t kc, const float *a, int64_t rsa, int
     }
     float panel[KC * MAX_MR];
     if (h < kn->mr) {
-        pack_a(a, rsa, csa, h, kc, kn->mr, panel);
+        pack(a, rsa, csa, h, kc, kn->mr, panel);
         a = panel, rsa = 1, csa = kn->mr;
     }
     float tile[MAX_MR * MAX_NR];
@@ -375,7 +341,7 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
      * for small products, and for rows of A along k that fit one KC block (a
      * linear layer's 2048 x 256 x 256: 163 against 150 GFLOP/s here, the
      * pass over A that packing costs saved) */
-    bool pack = K * N >= 64 * 64 && M >= 2 * mr && N > 2 * nr && !(csa == 1 && K <= KC);
+    bool pack_a = K * N >= 64 * 64 && M >= 2 * mr && N > 2 * nr && !(csa == 1 && K <= KC);
     int64_t nc_max = N < NC ? N : NC, kc_max = K < KC ? K : KC;
     float *Bp = scratch, *Ap = scratch + kc_max * ((nc_max + nr - 1) / nr) * nr;
     for (int64_t j0 = 0; j0 < N; j0 += NC) {
@@ -385,11 +351,11 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
             bool acc = accumulate || k0 > 0; /* later K blocks add to what the earlier ones left */
             /* B's rows read in place, nr columns a step, when they are contiguous and whole panels */
             bool direct = csb == 1 && nc % nr == 0 && i_end - i_begin <= 128 && kc <= 128;
-            if (!direct) pack_b(B + k0 * rsb + j0 * csb, rsb, csb, kc, nc, nr, Bp);
+            if (!direct) pack(B + k0 * rsb + j0 * csb, csb, rsb, nc, kc, nr, Bp);
             for (int64_t i0 = i_begin; i0 < i_end; i0 += mc_max) {
                 int64_t mc = i_end - i0 < mc_max ? i_end - i0 : mc_max;
                 const float *a0 = A + i0 * rsa + k0 * csa;
-                if (pack) pack_a(a0, rsa, csa, mc, kc, mr, Ap);
+                if (pack_a) pack(a0, rsa, csa, mc, kc, mr, Ap);
                 for (int64_t j = 0; j < nc; j += nr) {
                     int w = nc - j < nr ? (int)(nc - j) : nr;
                     const float *bp = direct ? B + k0 * rsb + j0 + j : Bp + (j / nr) * kc * nr;
@@ -406,7 +372,7 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
                             __builtin_prefetch(next + r * ldc, 1);
                             __builtin_prefetch(next + r * ldc + nr - 1, 1);
                         }
-                        if (pack) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, ldb, c, ldc, h, w, acc);
+                        if (pack_a) block(&kn, kc, Ap + (i / mr) * kc * mr, 1, mr, bp, ldb, c, ldc, h, w, acc);
                         else block(&kn, kc, a0 + i * rsa, rsa, csa, bp, ldb, c, ldc, h, w, acc);
                     }
                 }

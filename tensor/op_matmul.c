@@ -220,6 +220,22 @@ static Tensor *grad_like(const Plan *p, const Tensor *x, Grads *t) {
     return g;
 }
 
+/* The batched gradient of operand x (t->for_a says which): a sum over the
+ * batches x was broadcast across, contiguous (batch strides cs, rows of cols)
+ * and from zero; else laid out as x. */
+static Tensor *operand_grad(const Plan *p, const Tensor *x, bool broadcast, const int64_t *cs, int64_t cols, Grads *t) {
+    Tensor *g;
+    if (broadcast || x->ndim < 2) {
+        g = broadcast ? ac_new_zeros(AC_FLOAT32, x->ndim, x->shape) : ac_new(AC_FLOAT32, x->ndim, x->shape);
+        t->out = g->data, t->ro = cols, t->co = 1;
+        memcpy(t->os, cs, sizeof t->os);
+    } else {
+        g = grad_like(p, x, t);
+    }
+    batched_grad(t, broadcast);
+    return g;
+}
+
 /* The plan, and each operand saved when the other one needs its gradient. */
 typedef struct { const Plan *p; ac_saved a, b; } MatmulSaved;
 
@@ -249,14 +265,8 @@ static void matmul_backward(Node *node, Tensor *gt) {
         if (!batched) { /* dA = dC @ B^T over all of a's (folded) rows */
             ga = ac_new(AC_FLOAT32, a->ndim, a->shape);
             ac_gemm_strided(p->nbatch * n, k, m, t.G, m, 1, B, p->csb, p->rsb, ga->data, k, false);
-        } else if (p->a_broadcast || a->ndim < 2) { /* contiguous, summed over batches */
-            ga = p->a_broadcast ? ac_new_zeros(AC_FLOAT32, a->ndim, a->shape) : ac_new(AC_FLOAT32, a->ndim, a->shape);
-            t.out = ga->data, t.ro = k, t.co = 1;
-            memcpy(t.os, p->ga, sizeof t.os);
-            batched_grad(&t, p->a_broadcast);
         } else {
-            ga = grad_like(p, a, &t);
-            batched_grad(&t, false);
+            ga = operand_grad(p, a, p->a_broadcast, p->ga, k, &t);
         }
         ac_accum_new(a, ga);
     }
@@ -266,14 +276,8 @@ static void matmul_backward(Node *node, Tensor *gt) {
         if (!batched) { /* dB = A^T @ dC, over all of a's (folded) rows */
             gb = ac_new(AC_FLOAT32, b->ndim, b->shape);
             ac_gemm_strided(k, m, p->nbatch * n, A, p->csa, p->rsa, t.G, m, 1, gb->data, m, false);
-        } else if (p->b_broadcast || b->ndim < 2) {
-            gb = p->b_broadcast ? ac_new_zeros(AC_FLOAT32, b->ndim, b->shape) : ac_new(AC_FLOAT32, b->ndim, b->shape);
-            t.out = gb->data, t.ro = m, t.co = 1;
-            memcpy(t.os, p->gb, sizeof t.os);
-            batched_grad(&t, p->b_broadcast);
         } else {
-            gb = grad_like(p, b, &t);
-            batched_grad(&t, false);
+            gb = operand_grad(p, b, p->b_broadcast, p->gb, m, &t);
         }
         ac_accum_new(b, gb);
     }
