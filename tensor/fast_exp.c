@@ -86,8 +86,8 @@ __attribute__((target("avx2,fma"))) static void exp_sub_avx2(const float *x, flo
     exp_sub_libm(x + i, m, y + i, n - i);
 }
 
-/* A whole softmax row in fast math, three passes in L1: the max, y =
- * exp(x - max) with the sum in 16 running lanes, then y *= 1 / sum. A NaN
+/* A whole softmax row in fast math, four passes over it in L1: the max, y =
+ * exp(x - max), the sum of y in 16 running lanes, then y *= 1 / sum. A NaN
  * anywhere in the row gives a NaN exp, so a NaN sum and a row of NaN, as in
  * ATen, whatever the max made of it. */
 __attribute__((target("avx512f"))) static void softmax_row_avx512(const float *x, float *y, int64_t n) {
@@ -106,17 +106,6 @@ __attribute__((target("avx512f"))) static void softmax_row_avx512(const float *x
     for (; i < n; i++) y[i] *= 1 / s;
 }
 
-bool ac_softmax_row_fast(const float *x, float *y, int64_t n) {
-    static int avx512 = -1; /* the same answer in every thread */
-    if (avx512 < 0) {
-        __builtin_cpu_init();
-        avx512 = __builtin_cpu_supports("avx512f");
-    }
-    if (!avx512) return false;
-    softmax_row_avx512(x, y, n);
-    return true;
-}
-
 typedef void (*exp_fn)(const float *, float, float *, int64_t);
 static exp_fn pick(void) {
     __builtin_cpu_init();
@@ -125,6 +114,14 @@ static exp_fn pick(void) {
     return exp_sub_libm;
 }
 static exp_fn chosen; /* the same answer in every thread */
+
+/* The row function where the exp path picked for this CPU is AVX-512's. */
+bool ac_softmax_row_fast(const float *x, float *y, int64_t n) {
+    if (!chosen) chosen = pick();
+    if (chosen != exp_sub_avx512) return false;
+    softmax_row_avx512(x, y, n);
+    return true;
+}
 
 void ac_exp_sub(const float *x, float m, float *y, int64_t n) {
     if (ac_get_exact()) {

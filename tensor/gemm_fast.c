@@ -196,10 +196,11 @@ const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
 const char *ac_gemm_kernel_name(void) { return kernel().name; }
 
 #ifdef AC_X86
-/* Eight rows of A (unit stride along k) into an 8-tall panel: 8 x 8 blocks
- * transposed in registers, each stored as 8 k-steps of the panel. The
- * scalar loop does the same with a scattered store per element, a cost that
- * was a fifth of the kernel's on a 2048 x 256 x 256 product. */
+/* Eight lines contiguous along k (A's rows, or a transposed B's columns) into
+ * 8 columns of a panel ld floats wide: 8 x 8 blocks transposed in registers,
+ * each stored as 8 k-steps. The scalar loop does the same with a scattered
+ * store per element, a cost that was a fifth of the kernel's on a 2048 x 256
+ * x 256 product. */
 __attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t rsa, int64_t kc, float *Ap, int64_t ld) {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
@@ -238,6 +239,15 @@ static bool have_avx2(void) {
 }
 #endif
 
+static inline void copy_line(float *d, const float *s, int w) { /* constant sizes: inlined moves, no call */
+    switch (w) {
+    case 8: memcpy(d, s, 8 * sizeof(float)); break;
+    case 16: memcpy(d, s, 16 * sizeof(float)); break;
+    case 32: memcpy(d, s, 32 * sizeof(float)); break;
+    default: memcpy(d, s, sizeof(float) * (size_t)w);
+    }
+}
+
 /* n lines of X (line i, step k at X[i * rl + k * rk]) into w-wide panels,
  * k-major (panel element [k][q] is line p + q at step k), the last one
  * zero-padded: A's row panels (lines are A's rows: rl = rsa, rk = csa) and
@@ -249,15 +259,6 @@ static bool have_avx2(void) {
  *    weight's gradient): 8 steps at a time (in L1), each panel given 8 whole
  *    steps, its lines written whole; one step into every panel in turn left
  *    lines half-written (panels kc * w * 4 bytes apart share an L1 set). */
-static inline void copy_line(float *d, const float *s, int w) { /* constant sizes: inlined moves, no call */
-    switch (w) {
-    case 8: memcpy(d, s, 8 * sizeof(float)); break;
-    case 16: memcpy(d, s, 16 * sizeof(float)); break;
-    case 32: memcpy(d, s, 32 * sizeof(float)); break;
-    default: memcpy(d, s, sizeof(float) * (size_t)w);
-    }
-}
-
 static void pack(const float *X, int64_t rl, int64_t rk, int64_t n, int64_t kc, int w, float *P) {
     int64_t full = w % 8 == 0 ? n / w * w : 0; /* lines in whole panels, for the fast paths */
     if (rl == 1 && full) {

@@ -162,7 +162,7 @@ extern _Atomic int ac_pool_test_delay_us;
  * ("avx512", "avx2+fma", "libm"), false where the CPU has none (tests). */
 void ac_exp_sub(const float *x, float m, float *y, int64_t n);
 bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_t n);
-/* A softmax row in fast math with AVX-512 (max, exp and a 16-lane sum, scale);
+/* A softmax row in fast math with AVX-512 (max, exp, a 16-lane sum, scale);
  * false, nothing written, where the CPU has no AVX-512. */
 bool ac_softmax_row_fast(const float *x, float *y, int64_t n);
 

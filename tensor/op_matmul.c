@@ -25,16 +25,14 @@ typedef struct {
     bool a_broadcast, b_broadcast;            /* an operand reused across batches: its gradient sums them */
 } Plan;
 
-static void batch_offsets(const Plan *p, int64_t bi, int64_t *oa, int64_t *ob, int64_t *oga, int64_t *ogb) {
-    *oa = *ob = *oga = *ogb = 0;
+/* Where batch bi starts in a tensor with these batch strides (p's batch shape). */
+static int64_t batch_offset(const Plan *p, int64_t bi, const int64_t *stride) {
+    int64_t o = 0;
     for (int d = p->nd - 1; d >= 0; d--) {
-        int64_t i = bi % p->shape[d];
+        o += bi % p->shape[d] * stride[d];
         bi /= p->shape[d];
-        *oa += i * p->sa[d];
-        *ob += i * p->sb[d];
-        *oga += i * p->ga[d];
-        *ogb += i * p->gb[d];
     }
+    return o;
 }
 
 /* Shape of a 1-D-promoted operand: `a` as (…, n, k), `b` as (…, k, m). */
@@ -120,9 +118,8 @@ static void batches_task(void *ctx, int64_t b0, int64_t b1, int chunk) {
     const Batches *t = ctx;
     const Plan *p = t->p;
     for (int64_t bi = b0; bi < b1; bi++) {
-        int64_t oa, ob, oga, ogb;
-        batch_offsets(p, bi, &oa, &ob, &oga, &ogb);
-        ac_gemm_serial(p->n, p->m, p->k, t->A + oa, p->rsa, p->csa, t->B + ob, p->rsb, p->csb,
+        const float *a = t->A + batch_offset(p, bi, p->sa), *b = t->B + batch_offset(p, bi, p->sb);
+        ac_gemm_serial(p->n, p->m, p->k, a, p->rsa, p->csa, b, p->rsb, p->csb,
                        t->C + bi * p->n * p->m, p->m, false, t->scratch + (size_t)chunk * t->per_chunk);
     }
 }
@@ -166,14 +163,9 @@ typedef struct {
 
 static void grad_batch(const Grads *t, int64_t bi, float *scratch, bool acc) {
     const Plan *p = t->p;
-    int64_t n = p->n, k = p->k, m = p->m, oa = 0, ob = 0, og = 0, oo = 0;
-    for (int d = p->nd - 1; d >= 0; d--) {
-        int64_t i = bi % p->shape[d];
-        bi /= p->shape[d];
-        oa += i * p->sa[d], ob += i * p->sb[d], og += i * t->gs[d], oo += i * t->os[d];
-    }
-    const float *g = t->G + og;
-    float *o = t->out + oo;
+    int64_t n = p->n, k = p->k, m = p->m, oa = batch_offset(p, bi, p->sa), ob = batch_offset(p, bi, p->sb);
+    const float *g = t->G + batch_offset(p, bi, t->gs);
+    float *o = t->out + batch_offset(p, bi, t->os);
     if (t->for_a) { /* (n, k) = (n, m) @ (m, k): B^T is b read with its strides swapped */
         if (t->co == 1) ac_gemm_serial(n, k, m, g, t->rg, 1, t->B + ob, p->csb, p->rsb, o, t->ro, acc, scratch);
         else ac_gemm_serial(k, n, m, t->B + ob, p->rsb, p->csb, g, 1, t->rg, o, t->co, acc, scratch);
