@@ -21,7 +21,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c viz/*.c))
 HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h viz/*.h)
-EXAMPLES := article train bench minimal
+EXAMPLES := article train bench minimal gpt
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
@@ -30,7 +30,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h optim/optim.h viz/viz.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage
@@ -59,7 +59,7 @@ $(B)/gen/article_sources.h: examples/article.c nn/attention.c tools/embed_source
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
-$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal
+$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -92,12 +92,13 @@ test-asan:
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples
 VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
-valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal
+valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
 	$(VG) ./$(B)/article >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
 	$(VG) ./$(B)/bench article >/dev/null
 	$(VG) ./$(B)/minimal >/dev/null
+	$(VG) ./$(B)/gpt tokenize --tokenizer ../shared/data/gpt2 ../shared/data/the-verdict.txt | $(VG) ./$(B)/gpt tokenize --decode --tokenizer ../shared/data/gpt2 | cmp - ../shared/data/the-verdict.txt
 	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
 
@@ -113,7 +114,7 @@ clean:
 # ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
 # make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
 # (fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
-FUZZERS      := safetensors checkpoint text graph viz
+FUZZERS      := safetensors checkpoint text graph viz vocab bpe
 FUZZ_SECONDS ?= 20
 FZ           := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

@@ -6,7 +6,8 @@
  *   matmul      (a @ b).sum().backward() for square n = 128..2048, GFLOP/s counted as 6 n^3 per step
  *   long-context  one Adam step of ToyLM V=65 T=4096 B=1 d=128 H=4, fused then explicit attention
  *               (ms/step and peak RSS: the explicit path holds several (B, H, T, T) tensors)
- * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all five)
+ *   tokenize    GPT-2's tokenizer: vocabulary load, encode cold and warm, decode (no PyTorch counterpart)
+ * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all six)
  * Timing as workloads.py: warm-up, then the median of `repeat` runs of `iters` steps. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 #include "nn.h"
 #include "optim.h"
 #include "tensor.h"
+#include "tokenizer.h"
 #include "toy_lm.h"
 
 static double now(void) {
@@ -165,8 +167,74 @@ static void matmul(void) {
     print_line("matmul", f);
 }
 
+/* GPT-2's tokenizer (no PyTorch counterpart: the book uses tiktoken): loading
+ * the vocabulary, encoding the-verdict with a fresh tokenizer (every word new
+ * to its cache), encoding 10 MB of it (the cache warm), decoding those ids. */
+static char *slurp(const char *path, size_t *len) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    *len = fread(s, 1, (size_t)n, f);
+    fclose(f);
+    return s;
+}
+
+static void tokenize(void) {
+    const char *root = getenv("AC_SHARED") ? getenv("AC_SHARED") : "../shared";
+    char dir[1024], path[1024], err[512], f[256];
+    snprintf(dir, sizeof dir, "%s/data/gpt2", root);
+    snprintf(path, sizeof path, "%s/data/the-verdict.txt", root);
+    size_t len;
+    char *verdict = slurp(path, &len);
+    Tokenizer *tok = verdict ? tokenizer_load(dir, err, sizeof err) : NULL;
+    if (!tok) {
+        printf("{\"workload\": \"tokenize\", \"skipped\": \"needs %s and %s\"}\n", dir, path);
+        free(verdict);
+        return;
+    }
+    double loads[5], cold[5];
+    for (int r = 0; r < 5; r++) {
+        tokenizer_free(tok);
+        double t0 = now();
+        tok = tokenizer_load(dir, err, sizeof err);
+        loads[r] = now() - t0;
+        ac_mark m = ac_arena_mark();
+        t0 = now();
+        tokenizer_encode(tok, verdict, len, TOKENIZER_ALLOW_SPECIAL, err, sizeof err);
+        cold[r] = now() - t0;
+        ac_arena_release(m);
+    }
+    qsort(loads, 5, sizeof(double), cmp_double);
+    qsort(cold, 5, sizeof(double), cmp_double);
+    size_t reps = 500, big_len = len * reps;
+    char *big = malloc(big_len);
+    for (size_t r = 0; r < reps; r++) memcpy(big + r * len, verdict, len);
+    double warm[5], dec[5];
+    for (int r = 0; r < 5; r++) {
+        ac_mark m = ac_arena_mark();
+        double t0 = now();
+        Tensor *ids = tokenizer_encode(tok, big, big_len, TOKENIZER_ALLOW_SPECIAL, err, sizeof err);
+        warm[r] = now() - t0;
+        t0 = now();
+        tokenizer_decode(tok, ids->data, torch_numel(ids), NULL, err, sizeof err);
+        dec[r] = now() - t0;
+        ac_arena_release(m);
+    }
+    qsort(warm, 5, sizeof(double), cmp_double);
+    qsort(dec, 5, sizeof(double), cmp_double);
+    snprintf(f, sizeof f, "\"load_ms\": %.1f, \"cold_mb_s\": %.1f, \"warm_mb_s\": %.1f, \"decode_mb_s\": %.1f", loads[2] * 1e3,
+             (double)len / cold[2] / 1e6, (double)big_len / warm[2] / 1e6, (double)big_len / dec[2] / 1e6);
+    print_line("tokenize", f);
+    free(big);
+    free(verdict);
+    tokenizer_free(tok);
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all five)\n"
+    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all six)\n"
                "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
                "  article       forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
                "  train-tiny    one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
@@ -174,6 +242,8 @@ static void usage(FILE *f) {
                "  matmul        (a @ b).sum().backward() for square n = 128..2048 (GFLOP/s, 6 n^3 per step)\n"
                "  long-context  the same step with T=4096 B=1 d=128 H=4, fused then explicit attention (ms/step,\n"
                "                peak RSS)\n"
+               "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
+               "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
                "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
                "  --exact       exact math (reference BLAS's order) instead of the fast kernels\n"
                "Compare with PyTorch in the same sitting (ratios, not absolute times), for example:\n"
@@ -181,7 +251,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context"}, *chosen[16];
+    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context", "tokenize"}, *chosen[16];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -202,13 +272,14 @@ int main(int argc, char **argv) {
         }
     }
     if (n == 0)
-        for (int i = 0; i < 5; i++) chosen[n++] = all[i];
+        for (int i = 0; i < 6; i++) chosen[n++] = all[i];
     for (int i = 0; i < n; i++) {
         const char *w = chosen[i];
         if (strcmp(w, "article") == 0) article();
         else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50, false);
         else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10, false);
         else if (strcmp(w, "matmul") == 0) matmul();
+        else if (strcmp(w, "tokenize") == 0) tokenize();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);

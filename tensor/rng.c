@@ -215,6 +215,31 @@ Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generat
     return t;
 }
 
+/* t.random_(): numbers over the dtype's range as PyTorch 1.13's CPU kernel
+ * draws them (uniform_int_distribution): int64 random64() % 2^63, int32
+ * random() % 2^31, float32 random() % (2^24 + 1), float64 random64() %
+ * (2^53 + 1), bool random() & 1. A DataLoader's seeds are int64 draws. */
+Tensor *torch_random_gen_(Tensor *t, torch_Generator *generator) {
+    ac_check_inplace(t, "random_");
+    ac_bump_version(t);
+    torch_Generator *g = gen(generator);
+    int64_t n = torch_numel(t), idx[AC_MAX_DIMS] = {0}, off = t->offset;
+    for (int64_t k = 0; k < n; k++) {
+        switch (t->dtype) {
+        case AC_INT64: ((int64_t *)t->data)[off] = (int64_t)(ac_random64(g) % (1ULL << 63)); break;
+        case AC_INT32: ((int32_t *)t->data)[off] = (int32_t)(ac_random32(g) % (1ULL << 31)); break;
+        case AC_FLOAT32: ((float *)t->data)[off] = (float)(ac_random32(g) % ((1ULL << 24) + 1)); break;
+        case AC_FLOAT64: ((double *)t->data)[off] = (double)(ac_random64(g) % ((1ULL << 53) + 1)); break;
+        case AC_BOOL: ((bool *)t->data)[off] = ac_random32(g) & 1; break;
+        }
+        ac_advance(t->ndim, t->shape, t->stride, idx, &off);
+    }
+    gen_done();
+    return t;
+}
+
+Tensor *torch_random_(Tensor *t) { return torch_random_gen_(t, NULL); }
+
 Tensor *torch_rand_gen(int ndim, const int64_t *shape, torch_Generator *generator) {
     Tensor *t = ac_new(AC_FLOAT32, ndim, shape);
     torch_Generator *g = gen(generator);

@@ -233,6 +233,9 @@ Tensor *torch_normal_(Tensor *t, double mean, double std);   /* in place, no gra
 Tensor *torch_bernoulli_(Tensor *t, double p);               /* in place, no grad */
 Tensor *torch_exponential_(Tensor *t, double lambd);         /* in place, no grad */
 Tensor *torch_multinomial(Tensor *probs, int64_t num_samples, bool replacement);
+/* t.random_() in place, any dtype: torch.empty((), dtype=torch.int64).random_() is how a
+ * DataLoader draws its seeds (int64: random64() % 2^63) */
+Tensor *torch_random_(Tensor *t);
 /* generator=g: the same ops with the generator last (NULL: as without).
  *     torch.rand(3, 2, generator=g)     torch_rand_gen(SHAPE(3, 2), &g) */
 Tensor *torch_rand_gen(int ndim, const int64_t *shape, torch_Generator *generator);
@@ -244,6 +247,7 @@ Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *g
 Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator);
 Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generator);
 Tensor *torch_multinomial_gen(Tensor *probs, int64_t num_samples, bool replacement, torch_Generator *generator);
+Tensor *torch_random_gen_(Tensor *t, torch_Generator *generator);
 Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *generator);
 
 /* ---- shape and element access ---------------------------------------------- */

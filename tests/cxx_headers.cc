@@ -5,6 +5,8 @@
 #include <attention/safetensors.h>
 #include <attention/tensor.h>
 #include <attention/chartext.h>
+#include <attention/data.h>
+#include <attention/tokenizer.h>
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
 

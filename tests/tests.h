@@ -77,5 +77,6 @@ Suite *suite_kernels(void);
 Suite *suite_attention(void);
 Suite *suite_calls(void);
 Suite *suite_error_table(void);
+Suite *suite_tokenizer(void);
 
 #endif

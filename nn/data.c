@@ -1,0 +1,143 @@
+/* GPTDatasetV1 and a DataLoader that draws as PyTorch 1.13's does (data.h). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "data.h"
+
+GPTDatasetV1 *GPTDatasetV1_from_ids(const int64_t *ids, int64_t n_ids, int64_t max_length, int64_t stride, char *err,
+                                    size_t errlen) {
+    if (max_length < 1 || stride < 1) {
+        snprintf(err, errlen, "GPTDatasetV1: max_length and stride must be at least 1, got max_length=%lld, stride=%lld",
+                 (long long)max_length, (long long)stride);
+        return NULL;
+    }
+    GPTDatasetV1 *ds = ac_try_malloc(sizeof *ds);
+    int64_t *copy = ds ? ac_try_malloc(sizeof(int64_t) * (size_t)(n_ids ? n_ids : 1)) : NULL;
+    if (!copy) {
+        free(ds);
+        snprintf(err, errlen, "GPTDatasetV1: not enough memory for %lld ids", (long long)n_ids);
+        return NULL;
+    }
+    if (n_ids) memcpy(copy, ids, sizeof(int64_t) * (size_t)n_ids);
+    /* for i in range(0, len(ids) - max_length, stride) */
+    int64_t span = n_ids - max_length;
+    *ds = (GPTDatasetV1){max_length, stride, span > 0 ? (span - 1) / stride + 1 : 0, n_ids, copy};
+    return ds;
+}
+
+GPTDatasetV1 *GPTDatasetV1_new(const char *txt, size_t len, Tokenizer *tokenizer, int64_t max_length, int64_t stride,
+                               char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    Tensor *ids = tokenizer_encode(tokenizer, txt, len, TOKENIZER_ALLOW_SPECIAL, err, errlen);
+    GPTDatasetV1 *ds = ids ? GPTDatasetV1_from_ids(ids->data, ids->shape[0], max_length, stride, err, errlen) : NULL;
+    ac_arena_release(m);
+    return ds;
+}
+
+int64_t GPTDatasetV1_len(const GPTDatasetV1 *ds) { return ds->n; }
+
+void GPTDatasetV1_getitem(const GPTDatasetV1 *ds, int64_t i, Tensor **input, Tensor **target) {
+    if (i < 0 || i >= ds->n)
+        ac_raise(AC_INDEX_ERROR, "GPTDatasetV1: list index out of range (index %lld, %lld windows)",
+                          (long long)i, (long long)ds->n);
+    int64_t T = ds->max_length, at = i * ds->stride;
+    *input = torch_empty(SHAPE(T), AC_INT64);
+    *target = torch_empty(SHAPE(T), AC_INT64);
+    memcpy((*input)->data, ds->ids + at, sizeof(int64_t) * (size_t)T);
+    memcpy((*target)->data, ds->ids + at + 1, sizeof(int64_t) * (size_t)T);
+}
+
+void GPTDatasetV1_free(GPTDatasetV1 *ds) {
+    if (!ds) return;
+    free(ds->ids);
+    free(ds);
+}
+
+DataLoader DataLoader_new(const GPTDatasetV1 *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
+    if (batch_size < 1)
+        ac_raise(AC_VALUE_ERROR,
+                          "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
+                          (long long)batch_size);
+    return (DataLoader){dataset, batch_size, shuffle, drop_last};
+}
+
+int64_t DataLoader_len(const DataLoader *l) {
+    int64_t n = l->dataset->n;
+    return l->drop_last ? n / l->batch_size : (n + l->batch_size - 1) / l->batch_size;
+}
+
+/* torch.empty((), dtype=torch.int64).random_().item() */
+static int64_t draw_int64(void) {
+    ac_mark m = ac_arena_mark();
+    Tensor *t = torch_random_(torch_empty(0, NULL, AC_INT64));
+    int64_t v = ((int64_t *)t->data)[t->offset];
+    ac_arena_release(m);
+    return v;
+}
+
+DataLoaderIter DataLoader_iter(const DataLoader *l) {
+    /* _BaseDataLoaderIter.__init__: self._base_seed = torch.empty((), dtype=torch.int64).random_().item() */
+    return (DataLoaderIter){l, draw_int64(), 0, NULL, false, false};
+}
+
+bool DataLoaderIter_next(DataLoaderIter *it, Tensor **input, Tensor **target) {
+    const DataLoader *l = it->loader;
+    int64_t n = l->dataset->n;
+    if (it->done) return false;
+    if (!it->started) { /* the sampler starts at the first batch */
+        it->started = true;
+        it->order = ac_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+        if (l->shuffle) {
+            /* RandomSampler.__iter__: seed = int(torch.empty((), dtype=torch.int64).random_().item());
+             * generator = torch.Generator(); generator.manual_seed(seed); torch.randperm(n, generator=generator) */
+            torch_Generator g;
+            torch_generator_manual_seed(&g, (uint64_t)draw_int64());
+            ac_mark m = ac_arena_mark();
+            Tensor *perm = torch_randperm_gen(n, &g);
+            memcpy(it->order, perm->data, sizeof(int64_t) * (size_t)n);
+            ac_arena_release(m);
+        } else {
+            for (int64_t i = 0; i < n; i++) it->order[i] = i; /* SequentialSampler */
+        }
+    }
+    int64_t b = l->batch_size, first = it->next * b, rows = n - first < b ? n - first : b;
+    if (rows <= 0 || (l->drop_last && rows < b)) {
+        DataLoaderIter_free(it);
+        return false;
+    }
+    int64_t T = l->dataset->max_length;
+    *input = torch_empty(SHAPE(rows, T), AC_INT64);
+    *target = torch_empty(SHAPE(rows, T), AC_INT64);
+    int64_t *x = (*input)->data, *y = (*target)->data;
+    for (int64_t r = 0; r < rows; r++) { /* default_collate: torch.stack of the windows */
+        const int64_t *src = l->dataset->ids + it->order[first + r] * l->dataset->stride;
+        memcpy(x + r * T, src, sizeof(int64_t) * (size_t)T);
+        memcpy(y + r * T, src + 1, sizeof(int64_t) * (size_t)T);
+    }
+    it->next++;
+    return true;
+}
+
+void DataLoaderIter_free(DataLoaderIter *it) {
+    free(it->order);
+    it->order = NULL;
+    it->done = true;
+}
+
+DataLoader create_dataloader_v1(const char *txt, size_t len, Tokenizer *tokenizer, int64_t batch_size,
+                                int64_t max_length, int64_t stride, bool shuffle, bool drop_last, int num_workers,
+                                char *err, size_t errlen) {
+    DataLoader l = {NULL, batch_size, shuffle, drop_last};
+    if (num_workers != 0) {
+        snprintf(err, errlen, "create_dataloader_v1: num_workers must be 0 here (the batches are made on the calling thread)");
+        return l;
+    }
+    if (batch_size < 1) {
+        snprintf(err, errlen, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
+                 (long long)batch_size);
+        return l;
+    }
+    l.dataset = GPTDatasetV1_new(txt, len, tokenizer, max_length, stride, err, errlen);
+    return l;
+}
