@@ -33,7 +33,7 @@ LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage
+.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS)
@@ -53,9 +53,12 @@ $(B)/include/attention/%.h: %.h
 
 # the reader's page is built from the article's own source text
 $(B)/article: $(B)/gen/article_sources.h
+# embed_source runs here, on the build machine: HOSTCC builds it (a cross
+# build sets CC=aarch64-linux-gnu-gcc and keeps HOSTCC=cc).
+HOSTCC ?= cc
 $(B)/gen/article_sources.h: examples/article.c nn/attention.c tools/embed_source.c
 	@mkdir -p $(dir $@)
-	$(CC) -O1 tools/embed_source.c -o $(B)/embed_source
+	$(HOSTCC) -O1 tools/embed_source.c -o $(B)/embed_source
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
@@ -132,6 +135,24 @@ fuzz:
 	    { tail -40 $(FZ)/fuzz_$$f.log; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|stat::new_units_added" $(FZ)/fuzz_$$f.log | tr '\n' ' '; echo; \
 	done
+
+# ---- 32-bit (gcc -m32; Debian's gcc-multilib) -----------------------------------------------------
+# The library and programs built for i386 (SSE2 floats, as x86-64's, so the bits agree): sizes past
+# a 32-bit PTRDIFF_MAX refused (tests/platform/sizes.c), the article and the exact trainer
+# byte-identical to the 64-bit build's, the hostile flags. (The Check suite itself needs an i386
+# libcheck, which this does without.)
+M32 := build/m32
+check-m32: $(B)/train
+	@printf 'int main(void){return 0;}\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
+	  { echo "check-m32 needs a 32-bit C library: apt-get install gcc-multilib"; exit 1; }
+	$(MAKE) --no-print-directory B=$(M32) CC="$(CC) -m32" OPT="-O2 -g -msse2 -mfpmath=sse" $(M32)/article $(M32)/train $(M32)/gpt
+	$(CC) -m32 $(STD) $(WARN) $(INC) -O2 -msse2 -mfpmath=sse tests/platform/sizes.c $(M32)/libattention.a $(LDLIBS) -o $(M32)/sizes
+	./$(M32)/sizes
+	./$(M32)/article | cmp - ../shared/pytorch/article_expected.txt
+	./$(M32)/train --exact --steps 30 --data ../shared/data/the-verdict.txt > $(M32)/train32.txt
+	./$(B)/train --exact --steps 30 --data ../shared/data/the-verdict.txt | cmp - $(M32)/train32.txt
+	sh tests/platform/hostile_flags.sh $(M32)
+	@echo "check-m32: sizes refused, article and exact trainer byte-identical to the 64-bit build, hostile flags held"
 
 # ---- coverage (gcov through gcovr) ----------------------------------------------------------------
 # The suite run once with --coverage; line and branch coverage of the library printed.

@@ -417,7 +417,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
-            return 0;
+            return ac_finish_output("article", 0);
         } else if (strcmp(argv[i], "--svg") == 0 && i + 1 < argc) {
             pic.svg_dir = argv[++i];
         } else if (strcmp(argv[i], "--html") == 0 && i + 1 < argc) {
@@ -435,7 +435,7 @@ int main(int argc, char **argv) {
     if (!html) {
         article();
         ac_shutdown();
-        return 0;
+        return ac_finish_output("article", 0);
     }
     /* --html: run the article with stdout going to a temporary file, so that
      * each section knows where its output starts; then print it as usual. */
@@ -470,5 +470,5 @@ int main(int argc, char **argv) {
         return 1;
     }
     ac_shutdown();
-    return 0;
+    return ac_finish_output("article", 0);
 }

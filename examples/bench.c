@@ -256,7 +256,7 @@ int main(int argc, char **argv) {
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             usage(stdout);
-            return 0;
+            return ac_finish_output("bench", 0);
         } else if (strcmp(argv[i], "--exact") == 0) {
             ac_set_exact(true);
         } else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
@@ -290,5 +290,5 @@ int main(int argc, char **argv) {
         }
     }
     ac_shutdown();
-    return 0;
+    return ac_finish_output("bench", 0);
 }

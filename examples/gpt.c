@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "data.h"
 #include "tensor.h"
@@ -58,7 +59,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         const char *f = argv[i];
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
             usage(stdout);
-            exit(fflush(stdout) == 0 && !ferror(stdout) ? 0 : 1);
+            exit(ac_finish_output("gpt", 0));
         }
         bool takes = !strcmp(f, "--tokenizer") || !strcmp(f, "--data") || !strcmp(f, "--save-tokenizer") ||
                      !strcmp(f, "--special");
@@ -85,6 +86,9 @@ static int parse_flags(int argc, char **argv, Flags *a) {
 /* The whole of FILE (stdin for NULL or "-"), NUL-terminated; NULL after a message. */
 static char *read_input(const char *path, size_t *len) {
     bool std_in = !path || !strcmp(path, "-");
+    struct stat st;
+    if (!std_in && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) /* opening one blocks until something writes */
+        fprintf(stderr, "gpt: %s is a FIFO: waiting for a writer\n", path);
     FILE *f = std_in ? stdin : fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "gpt: cannot open %s: %s\n", path, strerror(errno));
@@ -230,10 +234,5 @@ int main(int argc, char **argv) {
     if (!strcmp(a.command, "tokenize")) rc = cmd_tokenize(&a);
     else return bad_flags("unknown command '%s': the commands are tokenize", a.command);
     ac_shutdown();
-    /* output that could not be written is an error, as in coreutils */
-    if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "gpt: cannot write the output: %s\n", strerror(errno));
-        return 1;
-    }
-    return rc;
+    return ac_finish_output("gpt", rc); /* output that could not be written is an error, as in coreutils */
 }

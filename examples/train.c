@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/stat.h>
 #if defined(_WIN32)
 #include <io.h>
 #define isatty _isatty
@@ -31,6 +32,7 @@
 #endif
 
 #include "nn.h"
+#include "extend.h"
 #include "optim.h"
 #include "safetensors.h"
 #include "tensor.h"
@@ -132,7 +134,7 @@ static bool parse_args(int argc, char **argv, Args *a) {
         const char *f = argv[i];
         if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
             usage(stdout);
-            exit(0);
+            exit(ac_finish_output("train", 0));
         }
         if (strcmp(f, "--exact") == 0) { /* a flag without a value */
             a->exact = true;
@@ -202,6 +204,9 @@ static bool parse_args(int argc, char **argv, Args *a) {
 
 /* The whole file, or NULL with a message saying why (a directory, a read error). */
 static char *read_file(const char *path, size_t *len) {
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) /* opening one blocks until something writes to it */
+        fprintf(stderr, "train: --data %s is a FIFO: waiting for a writer\n", path);
     FILE *f = fopen(path, "rb");
     if (!f) {
         fprintf(stderr, "train: cannot open --data %s: %s\n", path, strerror(errno));
@@ -413,17 +418,15 @@ static void error_handler(ac_error_kind kind, const char *msg, void *user) {
     exit(1);
 }
 
-/* --save FILE must be writable before hours of training: FILE.tmp (where a
- * save goes first; a stale one from a killed run is replaced) is created and removed. */
-static bool check_writable(const char *path) {
-    char *tmp = ac_malloc(strlen(path) + 5);
-    sprintf(tmp, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    int e = errno;
-    if (f) fclose(f), remove(tmp);
-    else fprintf(stderr, "train: cannot write --save %s (%s: %s)\n", path, tmp, strerror(e));
-    free(tmp);
-    return f != NULL;
+/* --save, --plot and --attention-svg must be writable before hours of
+ * training: FILE.tmp (where a file goes first; a stale one from a killed run
+ * is replaced) is created and removed, and FILE must not be a device, a FIFO
+ * or a directory, which the rename would replace. */
+static bool check_output(const char *flag, const char *path) {
+    char err[1200];
+    if (!path || ac_output_path_check(path, true, err, sizeof err)) return true;
+    fprintf(stderr, "train: %s: %s\n", flag, err);
+    return false;
 }
 
 int main(int argc, char **argv) {
@@ -468,7 +471,8 @@ int main(int argc, char **argv) {
         return 1;
     }
     static Curve curve;
-    if ((a.plot && !write_curve(a.plot, &curve)) || (a.save && !check_writable(a.save))) {
+    if (!check_output("--save", a.save) || !check_output("--plot", a.plot) ||
+        !check_output("--attention-svg", a.attention_svg) || (a.plot && !write_curve(a.plot, &curve))) {
         /* a path that cannot be written fails now, not after training */
         if (log) fclose(log);
         chartext_free(&ct);
@@ -571,5 +575,5 @@ done:
     nn_free(&model->module);
     chartext_free(&ct);
     ac_shutdown();
-    return rc;
+    return ac_finish_output("train", rc);
 }

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "safetensors.h"
 #include "toy_lm.h" /* chartext_utf8_next */
 
@@ -123,6 +124,10 @@ bool safetensors_save(const char *path, nn_TensorList ts, int n_meta, const char
     while (!h.oom && h.n % 8 != 0) sputs(&h, " "); /* align the data to 8 bytes, as the reference writer does */
     if (h.oom) { free(h.s); snprintf(err, errlen, "not enough memory: you tried to allocate %zu bytes", h.cap * 2); return false; }
 
+    if (!ac_output_path_check(path, false, err, errlen)) { /* never renamed over a device or a FIFO */
+        free(h.s);
+        return false;
+    }
     size_t plen = strlen(path);
     char *tmp = ac_try_malloc(plen + 5);
     if (!tmp) { free(h.s); snprintf(err, errlen, "not enough memory: you tried to allocate %zu bytes", plen + 5); return false; }

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "tokenizer_impl.h"
 
 /* ---- reading a whole file ------------------------------------------------------------------- */
@@ -468,6 +469,11 @@ static bool save_one(const Tokenizer *t, const char *dir, const char *file, bool
     }
     snprintf(path, n, "%s/%s", dir, file);
     snprintf(tmp, n, "%s/%s.tmp", dir, file);
+    char why[256];
+    if (!ac_output_path_check(path, false, why, sizeof why)) {
+        snprintf(err, errlen, "tokenizer: %s", why);
+        goto done;
+    }
     FILE *f = fopen(tmp, "wb");
     if (!f) {
         snprintf(err, errlen, "tokenizer: cannot write %s: %s", tmp, strerror(errno));

@@ -65,6 +65,15 @@ size_t ac_size_mul(size_t n, size_t elem_size) {
     return n * elem_size;
 }
 
+/* n elements of elem bytes as a size_t, checked against this platform's
+ * PTRDIFF_MAX before the cast (on 32-bit, 2^32 elements would wrap to a small
+ * allocation written past); past it, the not-enough-memory error with the
+ * exact byte count. */
+size_t ac_elem_bytes(int64_t n, size_t elem_size) {
+    if (n < 0 || (elem_size && (uint64_t)n > (uint64_t)PTRDIFF_MAX / elem_size)) ac_out_of_memory((uint64_t)n, elem_size);
+    return (size_t)n * elem_size;
+}
+
 void *ac_malloc(size_t bytes) {
     void *p = ac_alloc_refused(bytes) ? NULL : malloc(bytes ? bytes : 1);
     if (!p) ac_out_of_memory(bytes, 1);

@@ -1,6 +1,7 @@
 /* Errors: a kind (the Python exception PyTorch raises) and one formatted
  * message, handed to the installed handler. The default handler prints them
  * the way Python's traceback ends ("IndexError: ...") and aborts. */
+#include <errno.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,6 +11,14 @@
 #include <pthread.h>
 
 #include "internal.h"
+
+int ac_finish_output(const char *program, int rc) {
+    bool out_ok = fflush(stdout) == 0 && !ferror(stdout);
+    int e = errno;
+    if (!out_ok) fprintf(stderr, "%s: cannot write the output: %s\n", program, strerror(e ? e : EIO));
+    bool err_ok = fflush(stderr) == 0 && !ferror(stderr);
+    return out_ok && err_ok ? rc : rc ? rc : 1;
+}
 
 /* Per thread: the handler (a longjmp target belongs to one thread) and the last error. */
 static _Thread_local ac_error_handler handler;

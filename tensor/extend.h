@@ -43,6 +43,13 @@ bool ac_grad_fn_needs(const struct Node *fn, int k);
 void ac_bump_version(Tensor *t);
 
 /* ---- checks -------------------------------------------------------------------- */
+/* May PATH be replaced by a file written elsewhere and renamed over it? Yes if
+ * it does not exist or is a regular file (or a symlink to one); a device, a
+ * FIFO, a directory or a socket is refused, with a message in err. try_write
+ * also creates and removes PATH.tmp, so that an unwritable place fails now,
+ * before hours of work. */
+bool ac_output_path_check(const char *path, bool try_write, char *err, size_t errlen);
+
 /* Is t a state torch_set_rng_state accepts? If not, why, in err. */
 bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen);
 

@@ -53,7 +53,7 @@ static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
 
 Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape) {
     check_shape(ndim, shape, "tensor");
-    size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
+    size_t bytes = ac_elem_bytes(ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     Tensor *t = header(dtype, ndim, shape);
     t->data = ac_arena_alloc(bytes);
     return t;
@@ -403,7 +403,7 @@ Tensor *torch_detach(Tensor *t) {
 
 /* A long-lived tensor: its header and data in one malloc'd block, freed by ac_free. */
 static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, bool zero) {
-    size_t bytes = ac_size_mul((size_t)ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
+    size_t bytes = ac_elem_bytes(ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     size_t head = (sizeof(TensorImpl) + 63) & ~(size_t)63;
     if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
     size_t total = (head + bytes + 63) & ~(size_t)63;

@@ -94,6 +94,7 @@ char *ac_strdup(const char *s);
 void *ac_try_malloc(size_t bytes);                   /* NULL on failure, for code that reports errors itself */
 void *ac_try_realloc(void *p, size_t bytes);
 size_t ac_size_mul(size_t n, size_t elem_size);       /* n * elem_size, or that error */
+size_t ac_elem_bytes(int64_t n, size_t elem_size);    /* the same from an element count, checked on 32-bit too */
 /* Fault injection, for tests: the n-th allocation from now fails (0: none).
  * AC_FAIL_ALLOC=n in the environment does the same from the process's start. */
 void ac_fail_alloc_at(uint64_t n);
@@ -150,6 +151,11 @@ void ac_error(const char *fmt, ...)
     ;
 const char *ac_last_error(void);          /* this thread's last message */
 ac_error_kind ac_last_error_kind(void);   /* and its kind */
+/* A program's last call (return ac_finish_output("train", rc)): flushes stdout
+ * and stderr; if either could not be written (a full disk, a closed pipe,
+ * > /dev/full) it says so on stderr, if it can, and returns 1 where rc was 0,
+ * as coreutils do: output that was lost is never a success. */
+int ac_finish_output(const char *program, int rc);
 
 /* ---- creation ------------------------------------------------------------- */
 Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape);        /* float32 copy */

@@ -4,9 +4,12 @@
 #include <math.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "extend.h"
 #include "internal.h" /* AC_ASAN */
 #include "tests.h"
 
@@ -501,6 +504,76 @@ START_TEST(test_asan_sees_arena_overruns) {
 }
 END_TEST
 
+/* ---- output that is lost, targets that are not files ----------------------------------------------------------------- */
+
+/* The hostile flags of tests/platform/hostile_flags.sh (also run on the 32-bit build by make check-m32),
+ * output to /dev/full among them. */
+START_TEST(test_hostile_flags_script) {
+    char cmd[512], *out;
+    snprintf(cmd, sizeof cmd, "sh tests/platform/hostile_flags.sh %s 2>&1", build_dir());
+    int rc = run_command(cmd, &out);
+    ck_assert_msg(rc == 0, "%s", out);
+    free(out);
+}
+END_TEST
+
+static bool is_fifo(const char *path) {
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
+/* --save, --plot and --attention-svg at a FIFO, a directory or (as root) a device: refused before
+ * training, and the target is left what it was; a symlink to a regular file is fine. */
+START_TEST(test_saves_never_replace_devices) {
+    char *dir = temp_dir(), cmd[1024], *out, fifo[300], sub[300], dev[300], link[300], real[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+    snprintf(sub, sizeof sub, "%s/dir", dir);
+    snprintf(dev, sizeof dev, "%s/null", dir);
+    snprintf(real, sizeof real, "%s/real.svg", dir);
+    snprintf(link, sizeof link, "%s/link.svg", dir);
+    ck_assert_int_eq(mkfifo(fifo, 0600), 0);
+    ck_assert_int_eq(mkdir(sub, 0700), 0);
+    bool root = geteuid() == 0 && mknod(dev, S_IFCHR | 0600, makedev(1, 3)) == 0;
+    FILE *f = fopen(real, "w");
+    fclose(f);
+    ck_assert_int_eq(symlink(real, link), 0);
+    const char *flags[] = {"--save", "--plot", "--attention-svg"};
+    struct { const char *path, *kind; } targets[] = {{fifo, "a FIFO"}, {sub, "a directory"}, {dev, "a character device"}};
+    for (int k = 0; k < 3; k++)
+        for (int t = 0; t < (root ? 3 : 2); t++) {
+            snprintf(cmd, sizeof cmd, "%s/train --steps 2 %s %s 2>&1", build_dir(), flags[k], targets[t].path);
+            int rc = run_command(cmd, &out);
+            char want[400];
+            snprintf(want, sizeof want, "train: %s: %s is %s, not a regular file: it is not replaced", flags[k],
+                     targets[t].path, targets[t].kind);
+            ck_assert_msg(rc == 1 && strstr(out, want) && !strstr(out, "step 1 loss"), "%s: rc %d: %s", cmd, rc, out);
+            free(out);
+        }
+    ck_assert(is_fifo(fifo));
+    struct stat st;
+    ck_assert(!root || (stat(dev, &st) == 0 && S_ISCHR(st.st_mode)));
+    snprintf(cmd, sizeof cmd, "%s/train --steps 2 --plot %s >/dev/null 2>&1", build_dir(), link);
+    ck_assert_int_eq(run_command(cmd, NULL), 0);
+    ck_assert(lstat(link, &st) == 0); /* the link was replaced by the file, as any rename does; the plot is there */
+    /* the library's writers refuse the same */
+    char err[512];
+    nn_Linear *l = nn_Linear_new(2, 2, false);
+    ck_assert(!safetensors_save(fifo, nn_state_dict(&l->module), 0, NULL, err, sizeof err));
+    ck_assert_msg(strstr(err, "is a FIFO, not a regular file"), "%s", err);
+    nn_free(&l->module);
+    ck_assert(!ac_output_path_check(fifo, false, err, sizeof err));
+    ck_assert(ac_output_path_check(real, true, err, sizeof err));
+    ck_assert(is_fifo(fifo));
+    /* --data on a FIFO says it waits, then reads what a writer sends */
+    snprintf(cmd, sizeof cmd, "(sleep 1; printf 'abcabcabcabcabcabcabcabcabcabcabcabcabcabcabcab' > %s) & %s/train --data %s --context 8 --dim 8 "
+             "--heads 2 --batch 2 --steps 1 2>&1", fifo, build_dir(), fifo);
+    int rc = run_command(cmd, &out);
+    ck_assert_msg(rc == 0 && strstr(out, "is a FIFO: waiting for a writer") && strstr(out, "step 1 loss"), "rc %d: %s", rc, out);
+    free(out);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *suite_hostile(void) {
     Suite *s = suite_create("hostile");
     TCase *tc = tcase("hostile");
@@ -516,6 +589,8 @@ Suite *suite_hostile(void) {
     tcase_add_test(tc, test_signals);
     tcase_add_test(tc, test_kill9_never_damages_the_checkpoint);
     tcase_add_test(tc, test_asan_sees_arena_overruns);
+    tcase_add_test(tc, test_hostile_flags_script);
+    tcase_add_test(tc, test_saves_never_replace_devices);
     suite_add_tcase(s, tc);
     return s;
 }

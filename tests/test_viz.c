@@ -522,7 +522,7 @@ START_TEST(test_train_pictures) {
     /* an unwritable --plot fails before training */
     snprintf(cmd, sizeof cmd, "%s/train --steps 5 --plot %s/no/such/dir/loss.svg 2>&1", build_dir(), dir);
     ck_assert_int_eq(run_command(cmd, &out), 1);
-    ck_assert_msg(strstr(out, "cannot write --plot") && !strstr(out, "step 1 "), "got:\n%s", out);
+    ck_assert_msg(strstr(out, "train: --plot: cannot write") && !strstr(out, "step 1 "), "got:\n%s", out);
     free(out);
     remove_dir(dir);
 }

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "svg.h"
 #include "chartext.h" /* chartext_utf8_next / _put: the project's one UTF-8 decoder and encoder */
 
@@ -98,7 +99,8 @@ bool ac_write_file_atomic(const char *path, bool (*draw)(FILE *f, void *user), v
     }
     memcpy(tmp, path, n);
     memcpy(tmp + n, ".tmp", 5);
-    FILE *f = fopen(tmp, "wb");
+    char why[64];
+    FILE *f = ac_output_path_check(path, false, why, sizeof why) ? fopen(tmp, "wb") : NULL; /* never over a device */
     if (!f) {
         free(tmp);
         return false;
