@@ -10,6 +10,7 @@
  * A row is computed the same way whichever thread has it. */
 #include <math.h>
 #include <string.h>
+#include <stdatomic.h>
 
 #include "internal.h"
 
@@ -113,12 +114,16 @@ static exp_fn pick(void) {
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return exp_sub_avx2;
     return exp_sub_libm;
 }
-static exp_fn chosen; /* the same answer in every thread */
+static _Atomic(exp_fn) chosen_fn; /* the same answer in every thread: relaxed is enough */
+static exp_fn chosen_path(void) {
+    exp_fn f = atomic_load_explicit(&chosen_fn, memory_order_relaxed);
+    if (!f) atomic_store_explicit(&chosen_fn, f = pick(), memory_order_relaxed);
+    return f;
+}
 
 /* The row function where the exp path picked for this CPU is AVX-512's. */
 bool ac_softmax_row_fast(const float *x, float *y, int64_t n) {
-    if (!chosen) chosen = pick();
-    if (chosen != exp_sub_avx512) return false;
+    if (chosen_path() != exp_sub_avx512) return false;
     softmax_row_avx512(x, y, n);
     return true;
 }
@@ -128,8 +133,7 @@ void ac_exp_sub(const float *x, float m, float *y, int64_t n) {
         exp_sub_libm(x, m, y, n);
         return;
     }
-    if (!chosen) chosen = pick();
-    chosen(x, m, y, n);
+    chosen_path()(x, m, y, n);
 }
 
 /* Tests: one path by name ("avx512", "avx2+fma", "libm"), if this CPU has it. */

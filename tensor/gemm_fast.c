@@ -21,6 +21,8 @@
  * into NEON's fmla on ARM. */
 #include <math.h>
 #include <string.h>
+#include <pthread.h>
+#include <stdatomic.h>
 
 #include "internal.h"
 
@@ -169,10 +171,19 @@ static Kernel pick(void) {
     return (Kernel){kernel_c, 4, 16, "portable", tiny_c};
 }
 
-static Kernel chosen; /* the same answer in every thread; a race writes the same bytes */
+/* The kernel for this CPU, picked once (pthread_once: threads asking first
+ * wait for one answer); tests may swap it (ac_gemm_use_kernel), so it is
+ * read through an atomic pointer to one of two stored copies. */
+static Kernel kernels[2];
+static _Atomic(const Kernel *) chosen;
+static pthread_once_t picked = PTHREAD_ONCE_INIT;
+static void pick_once(void) {
+    kernels[0] = pick();
+    atomic_store(&chosen, &kernels[0]);
+}
 static Kernel kernel(void) {
-    if (!chosen.k) chosen = pick();
-    return chosen;
+    pthread_once(&picked, pick_once);
+    return *atomic_load_explicit(&chosen, memory_order_acquire);
 }
 
 /* For tests: run a given kernel ("avx512", "avx2+fma", "portable") if this CPU has it. */
@@ -186,7 +197,9 @@ bool ac_gemm_use_kernel(const char *name) {
 #endif
     for (int i = 0; i < n; i++)
         if (strcmp(all[i].name, name) == 0) {
-            chosen = all[i];
+            pthread_once(&picked, pick_once);
+            kernels[1] = all[i]; /* tests switch before any thread computes */
+            atomic_store(&chosen, &kernels[1]);
             return true;
         }
     return false;
@@ -230,12 +243,13 @@ __attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t r
         for (int r = 0; r < 8; r++) Ap[k * ld + r] = A[r * rsa + k];
 }
 static bool have_avx2(void) {
-    static int v = -1;
-    if (v < 0) {
+    static _Atomic int v = -1; /* every thread finds the same answer: relaxed is enough */
+    int r = atomic_load_explicit(&v, memory_order_relaxed);
+    if (r < 0) {
         __builtin_cpu_init();
-        v = __builtin_cpu_supports("avx2");
+        atomic_store_explicit(&v, r = __builtin_cpu_supports("avx2") ? 1 : 0, memory_order_relaxed);
     }
-    return v;
+    return r;
 }
 #endif
 

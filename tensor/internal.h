@@ -156,6 +156,7 @@ void ac_parallel_shutdown(void); /* stop the workers (ac_shutdown does) */
 /* Tests only: a worker sleeps this long between reading a job's generation and
  * the job, as a descheduled one would (the window of an old race). */
 extern _Atomic int ac_pool_test_delay_us;
+extern _Atomic int ac_pool_test_free_cores; /* tests: pretend this many cores are free (-1: look at the system) */
 
 /* y[i] = exp(x[i] - m) (fast_exp.c): libm's expf per element in exact math,
  * 16 or 8 at once (within 2 ulp) in fast math. _with: one path by name

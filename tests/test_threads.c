@@ -152,6 +152,7 @@ static void visit_task(void *ctx, int64_t b, int64_t e, int chunk) {
 }
 
 START_TEST(test_pool_runs_each_chunk_once) {
+    atomic_store(&ac_pool_test_free_cores, 8); /* 3 threads, however busy or small the machine */
     torch_set_num_threads(3);
     ac_parallel_for(3, 1, visit_task, NULL); /* the workers exist */
     atomic_store(&ac_pool_test_delay_us, 2000);
@@ -167,6 +168,36 @@ START_TEST(test_pool_runs_each_chunk_once) {
 }
 END_TEST
 
+/* The caller never waits for a piece nobody started: with the worker late by
+ * 50 ms (as if descheduled by a busy machine), the caller runs every piece
+ * itself; with no core free, a job runs on the caller alone. */
+static _Atomic int by_slot[4];
+static void slot_task(void *ctx, int64_t b, int64_t e, int slot) {
+    (void)ctx, (void)b, (void)e;
+    atomic_fetch_add(&by_slot[slot], 1);
+}
+
+START_TEST(test_caller_takes_unstarted_pieces) {
+    atomic_store(&ac_pool_test_free_cores, 8);
+    torch_set_num_threads(2);
+    ck_assert_int_eq(ac_parallel_chunks(1000, 1), 2);
+    ac_parallel_for(1000, 1, slot_task, NULL); /* the worker exists */
+    atomic_store(&ac_pool_test_delay_us, 50000);
+    atomic_store(&by_slot[0], 0), atomic_store(&by_slot[1], 0);
+    ac_parallel_for(1000, 1, slot_task, NULL);
+    ck_assert_int_eq(atomic_load(&by_slot[0]), 4); /* 2 threads x 2 pieces, all the caller's */
+    ck_assert_int_eq(atomic_load(&by_slot[1]), 0);
+    atomic_store(&ac_pool_test_delay_us, 0);
+    usleep(100000); /* the late worker finds the job over and takes nothing */
+    atomic_store(&ac_pool_test_free_cores, 0); /* a full machine: the caller alone */
+    atomic_store(&by_slot[0], 0), atomic_store(&by_slot[1], 0);
+    for (int i = 0; i < 100; i++) ac_parallel_for(1000, 1, slot_task, NULL);
+    ck_assert_int_eq(atomic_load(&by_slot[0]), 100); /* one call of the whole range each */
+    ck_assert_int_eq(atomic_load(&by_slot[1]), 0);
+    atomic_store(&ac_pool_test_free_cores, -1);
+}
+END_TEST
+
 START_TEST(test_checkpoint_same_at_any_thread_count) {
     char dir[] = "/tmp/ac_thr_XXXXXX", cmd[1024];
     ck_assert(mkdtemp(dir) != NULL);
@@ -174,7 +205,7 @@ START_TEST(test_checkpoint_same_at_any_thread_count) {
     for (int exact = 0; exact < 2; exact++) {
         for (int t = 1; t <= 3; t++) {
             snprintf(cmd, sizeof cmd,
-                     "OMP_NUM_THREADS=%d %s/train %s --data %s --steps 20 --batch 16 --context 64 --dim 64 --heads 4 "
+                     "AC_POOL_FREE_CORES=8 OMP_NUM_THREADS=%d %s/train %s --data %s --steps 20 --batch 16 --context 64 --dim 64 --heads 4 "
                      "--sample 0 --save %s/t%d.safetensors > %s/t%d.log", t, b, exact ? "--exact" : "",
                      shared_path("data/the-verdict.txt"), dir, t, dir, t);
             ck_assert_int_eq(system(cmd), 0);
@@ -219,6 +250,13 @@ static void big_product_in_child(void) {
 }
 
 START_TEST(test_fork_after_threads) {
+#if defined(__SANITIZE_THREAD__)
+    return; /* ThreadSanitizer cannot start threads in a child forked from a threaded process */
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+    return;
+#endif
+#endif
     ac_set_exact(false); /* the fast kernel splits this product among threads */
     torch_set_num_threads(2);
     torch_manual_seed(0);
@@ -240,6 +278,7 @@ Suite *suite_threads(void) {
     tcase_add_test(tc, test_checkpoint_same_at_any_thread_count);
     tcase_add_test(tc, test_num_threads);
     tcase_add_test(tc, test_fork_after_threads);
+    tcase_add_test(tc, test_caller_takes_unstarted_pieces);
     suite_add_tcase(s, tc);
     return s;
 }
