@@ -27,16 +27,28 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 B ?= build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
+# Builds run in parallel by default (make -j1 for one job at a time).
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+
+# Objects made by another compiler or other flags are not reused: $(B)/flags
+# holds the command line they were made with and changes when it does
+# (make CC=clang after a gcc build rebuilds everything).
+BUILD_LINE := $(CC) $(CFLAGS_ALL) $(LDFLAGS) $(LDLIBS)
+$(B)/flags: FORCE
+	@mkdir -p $(B)
+	@[ "$$(cat $@ 2>/dev/null)" = '$(BUILD_LINE)' ] || printf '%s\n' '$(BUILD_LINE)' > $@
+FORCE:
+
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
+.PHONY: FORCE all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
-$(B)/obj/%.o: %.c $(HDRS)
+$(B)/obj/%.o: %.c $(HDRS) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
 
@@ -44,7 +56,7 @@ $(B)/libattention.a: $(LIB_OBJ)
 	@rm -f $@
 	ar rcs $@ $^
 
-$(B)/%: examples/%.c $(B)/libattention.a $(TREE_HDRS)
+$(B)/%: examples/%.c $(B)/libattention.a $(TREE_HDRS) $(B)/flags
 	$(CC) $(CFLAGS_ALL) -I$(B)/gen -I$(B)/include $< -o $@ $(B)/libattention.a $(LDFLAGS) $(LDLIBS)
 
 $(B)/include/attention/%.h: %.h
@@ -68,7 +80,8 @@ $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
 test: deps
-	@$(MAKE) --no-print-directory test-plain test-asan
+	@$(MAKE) --no-print-directory test-plain
+	@$(MAKE) --no-print-directory test-asan
 
 # The tests need Check (and pkg-config to find it). As root on Debian/Ubuntu
 # they are installed on the spot; elsewhere this says what to install.
@@ -152,7 +165,7 @@ tsan:
 # libcheck, which this does without.)
 M32 := build/m32
 check-m32: $(B)/train
-	@printf 'int main(void){return 0;}\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
+	@printf '#include <errno.h>\n#include <math.h>\nint main(void){return 0;}\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
 	  { echo "check-m32 needs a 32-bit C library: apt-get install gcc-multilib"; exit 1; }
 	$(MAKE) --no-print-directory B=$(M32) CC="$(CC) -m32" OPT="-O2 -g -msse2 -mfpmath=sse" $(M32)/article $(M32)/train $(M32)/gpt
 	$(CC) -m32 $(STD) $(WARN) $(INC) -O2 -msse2 -mfpmath=sse tests/platform/sizes.c $(M32)/libattention.a $(LDLIBS) -o $(M32)/sizes
@@ -191,7 +204,7 @@ SHLIB_LINKS := libattention.so.$(SOVERSION) libattention.so
 SHLIB_FLAGS = -shared -Wl,-soname,libattention.so.$(SOVERSION)
 endif
 
-$(B)/pic/%.o: %.c $(HDRS)
+$(B)/pic/%.o: %.c $(HDRS) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -fPIC -c $< -o $@
 
@@ -207,7 +220,7 @@ install: $(B)/libattention.a $(B)/$(SHLIB)
 	for l in $(SHLIB_LINKS); do ln -sf $(SHLIB) $(DESTDIR)$(LIBDIR)/$$l; done
 	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' 'Name: attention' \
 	  'Description: float32 tensors with reverse-mode autograd, PyTorch-compatible RNG, printer and attention modules' \
-	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lattention' 'Libs.private: -lm' 'Cflags: -I$${includedir}' \
+	  'Version: $(VERSION)' 'Libs: -L$${libdir} -lattention -lm' 'Libs.private: -lpthread' 'Cflags: -I$${includedir}' \
 	  > $(DESTDIR)$(LIBDIR)/pkgconfig/attention.pc
 
 uninstall:
@@ -215,6 +228,9 @@ uninstall:
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/attention
 	rm -f $(DESTDIR)$(LIBDIR)/libattention.a $(DESTDIR)$(LIBDIR)/$(SHLIB) $(addprefix $(DESTDIR)$(LIBDIR)/,$(SHLIB_LINKS))
 	rm -f $(DESTDIR)$(LIBDIR)/pkgconfig/attention.pc
+	@# the directories install made, where nothing else is left in them
+	-@for d in $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(LIBDIR) $(DESTDIR)$(INCLUDEDIR) $(DESTDIR)$(PREFIX); do \
+	  rmdir "$$d" 2>/dev/null || true; done
 
 # Install into a temporary prefix, build examples/minimal.c out of the tree with
 # pkg-config (shared, then static) and a C++ program that includes every header,
@@ -230,10 +246,13 @@ installcheck:
 	  LD_LIBRARY_PATH=$(STAGE)/prefix/lib ldd ./minimal | grep -q 'libattention.so.$(SOVERSION) => $(STAGE)' && \
 	  $(CC) -std=c11 minimal.c $$(pkg-config --cflags attention) $(STAGE)/prefix/lib/libattention.a -lm -o minimal-static && \
 	  ./minimal-static > static.txt && cmp shared.txt static.txt && cmp shared.txt $(CURDIR)/tests/data/minimal_expected.txt && \
-	  $${CXX:-c++} cxx_headers.cc $$(pkg-config --cflags --libs attention) -o cxx && LD_LIBRARY_PATH=$(STAGE)/prefix/lib ./cxx
+	  $${CXX:-c++} cxx_headers.cc $$(pkg-config --cflags --libs attention) -o cxx && LD_LIBRARY_PATH=$(STAGE)/prefix/lib ./cxx && \
+	  printf '%s\n' '#include <math.h>' '#include <attention/tensor.h>' \
+	    'int main(void) { volatile double d = 4; return torch_numel(torch_ones(SHAPE(2))) == 2 && pow(d, 0.5) == 2 ? 0 : 1; }' > libm.c && \
+	  $(CC) -std=c11 libm.c $$(pkg-config --cflags --libs attention) -o libm && LD_LIBRARY_PATH=$(STAGE)/prefix/lib ./libm
 	$(MAKE) --no-print-directory uninstall PREFIX=$(STAGE)/prefix
-	test -z "$$(find $(STAGE)/prefix -type f -o -type l)"
-	@echo "installcheck: built and ran examples/minimal.c (shared and static) and a C++ program against an installed copy"
+	test ! -e $(STAGE)/prefix
+	@echo "installcheck: built and ran examples/minimal.c (shared and static), a C++ program and one calling libm itself against an installed copy; uninstall left nothing"
 
 # The README's pictures, drawn by ./build/article --svg (a test checks they are current).
 docs: $(B)/article

@@ -80,8 +80,8 @@ static void usage(FILE *f) {
             "  --lr X             Adam's learning rate (default 1e-3)\n"
             "  --seed N           torch.manual_seed (default 123)\n"
             "attention.c's own:\n"
-            "  --exact            exact math: every sum in PyTorch's order, the same loss as toy_lm.py to the\n"
-            "                     last printed digit (default: fast math, FMA kernels, within 1e-4 of it)\n"
+            "  --exact            exact math: every sum in PyTorch's order, the loss within 1e-6 of toy_lm.py's,\n"
+            "                     the last printed digit (default: fast math, FMA kernels, within 1e-4 of it)\n"
             "  --threads N        threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS);\n"
             "                     the numbers are the same at any count\n"
             "  --attention KIND   explicit (default: toy_lm.py's masked softmax, step for step) or fused\n"
@@ -115,12 +115,13 @@ static bool parse_long(const char *flag, const char *s, long min, long *out) {
     return true;
 }
 
-static bool parse_double(const char *flag, const char *s, double min_excl, double *out) {
+/* A finite number >= min (or > min when strict), said in those words. */
+static bool parse_double(const char *flag, const char *s, double min, bool strict, double *out) {
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || !(v > min_excl)) {
-        fprintf(stderr, "train: %s expects a number > %g, got '%s'\n", flag, min_excl, s);
+    if (errno || end == s || *end || !isfinite(v) || (strict ? !(v > min) : !(v >= min))) {
+        fprintf(stderr, "train: %s expects a number %s %g, got '%s'\n", flag, strict ? ">" : ">=", min, s);
         return false;
     }
     *out = v;
@@ -140,8 +141,18 @@ static bool parse_args(int argc, char **argv, Args *a) {
             a->exact = true;
             continue;
         }
+        static const char *const valued[] = {"--data", "--log", "--save", "--load", "--prompt", "--plot", "--attention-svg",
+                                             "--plot-every", "--save-every", "--threads", "--attention", "--steps", "--batch",
+                                             "--context", "--dim", "--heads", "--sample", "--top-k", "--lr", "--temperature",
+                                             "--seed", NULL};
+        bool known = false;
+        for (int k = 0; valued[k]; k++) known = known || strcmp(f, valued[k]) == 0;
+        if (!known) {
+            fprintf(stderr, "train: unknown flag %s\n", f);
+            return false;
+        }
         if (i + 1 >= argc) {
-            fprintf(stderr, "train: %s: unknown flag or missing value\n", f);
+            fprintf(stderr, "train: %s needs a value\n", f);
             return false;
         }
         const char *v = argv[++i];
@@ -172,13 +183,13 @@ static bool parse_args(int argc, char **argv, Args *a) {
         else if (strcmp(f, "--sample") == 0) { ok = parse_long(f, v, 0, &a->sample); a->sample_given = true; }
         else if (strcmp(f, "--top-k") == 0) ok = parse_long(f, v, 0, &a->top_k);
         else if (strcmp(f, "--lr") == 0) {
-            ok = parse_double(f, v, -1e-300, &a->lr);
+            ok = parse_double(f, v, 0.0, false, &a->lr);
             if (ok && a->lr > FLT_MAX) { /* Adam computes in float32: such an lr is inf there */
                 fprintf(stderr, "train: --lr %s is not finite in float32 (at most %g)\n", v, (double)FLT_MAX);
                 ok = false;
             }
         }
-        else if (strcmp(f, "--temperature") == 0) ok = parse_double(f, v, 0.0, &a->temperature);
+        else if (strcmp(f, "--temperature") == 0) ok = parse_double(f, v, 0.0, true, &a->temperature);
         else if (strcmp(f, "--seed") == 0) {
             /* torch.manual_seed takes -2^63 .. 2^64-1; a negative seed wraps modulo 2^64 */
             char *end;
@@ -194,6 +205,10 @@ static bool parse_args(int argc, char **argv, Args *a) {
             return false;
         }
         if (!ok) return false;
+    }
+    if (a->save_every > 0 && !a->save) {
+        fprintf(stderr, "train: --save-every %ld needs --save FILE (where to save)\n", a->save_every);
+        return false;
     }
     if (a->dim % a->heads != 0) {
         fprintf(stderr, "train: --dim (%ld) must be divisible by --heads (%ld)\n", a->dim, a->heads);
@@ -242,7 +257,8 @@ static double now_seconds(void) {
 static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
 
 /* The prompt's characters as tokens (in the arena, room for `extra` more);
- * those not in the vocabulary are skipped with a message; an empty prompt is token 0. */
+ * those not in the vocabulary are skipped (check_prompt said so before
+ * training); an empty prompt is token 0. */
 static int64_t *encode_prompt(const CharText *ct, const char *prompt, int64_t extra, int64_t *len) {
     size_t plen = strlen(prompt);
     int64_t *ids = ac_arena_alloc(ac_size_mul(plen + (size_t)extra + 1, sizeof(int64_t)));
@@ -250,18 +266,55 @@ static int64_t *encode_prompt(const CharText *ct, const char *prompt, int64_t ex
     for (size_t at = 0; at < plen;) {
         uint32_t cp;
         int k = chartext_utf8_next(prompt + at, plen - at, &cp);
-        if (k == 0) {
-            fprintf(stderr, "train: --prompt: invalid UTF-8 at byte %zu, skipped\n", at);
+        if (k == 0) { /* refused before training */
             at++;
             continue;
         }
         int64_t id = chartext_encode_char(ct, cp);
         if (id >= 0) ids[(*len)++] = id;
-        else fprintf(stderr, "train: --prompt: '%.*s' is not in the training text's vocabulary, skipped\n", k, prompt + at);
         at += (size_t)k;
     }
     if (*len == 0) ids[(*len)++] = 0;
     return ids;
+}
+
+/* Before training: the prompt the sample and the picture start from. Without
+ * --prompt it is "A", or the text's first character where the text has no
+ * "A" (into buf). A --prompt that is not UTF-8 or none of whose characters
+ * the text has is refused; characters the text lacks are named once and
+ * skipped; a picture of more characters than the context shows their end. */
+static const char *check_prompt(const Args *a, const CharText *ct, char buf[8]) {
+    if (!a->prompt) {
+        if (chartext_encode_char(ct, 'A') >= 0) return "A";
+        buf[chartext_decode(ct, ((const int64_t *)ct->data->data)[0], buf)] = 0;
+        return buf;
+    }
+    size_t plen = strlen(a->prompt), kept = 0, skipped = 0;
+    char missing[200] = "";
+    size_t mk = 0;
+    for (size_t at = 0; at < plen;) {
+        uint32_t cp;
+        int k = chartext_utf8_next(a->prompt + at, plen - at, &cp);
+        if (k == 0) {
+            fprintf(stderr, "train: --prompt is not UTF-8 (byte %zu)\n", at);
+            return NULL;
+        }
+        if (chartext_encode_char(ct, cp) >= 0) kept++;
+        else if (skipped++ < 8 && mk + (size_t)k + 5 < sizeof missing)
+            mk += (size_t)snprintf(missing + mk, sizeof missing - mk, "%s'%.*s'", skipped > 1 ? ", " : "", k, a->prompt + at);
+        at += (size_t)k;
+    }
+    if (kept == 0) {
+        fprintf(stderr, "train: --prompt \"%s\": none of its characters is in the training text\n", a->prompt);
+        return NULL;
+    }
+    if (skipped)
+        fprintf(stderr, "train: --prompt: %s%s not in the training text: skipped\n", missing,
+                skipped > 8 ? " and more are" : skipped > 1 ? " are" : " is");
+    if (a->attention_svg && (long)kept > a->context)
+        fprintf(stderr, "train: --attention-svg shows the last %ld of the prompt's %zu characters (--context %ld)\n",
+                a->context, kept, a->context);
+    return a->prompt;
 }
 
 /* Generates n characters; Ctrl-C stops it at the next one. */
@@ -433,7 +486,7 @@ int main(int argc, char **argv) {
     ac_set_error_handler(error_handler, NULL); /* from the start: every failure gets a message and exit 1 */
     Args a;
     if (!parse_args(argc, argv, &a)) {
-        usage(stderr);
+        fprintf(stderr, "train: train --help lists the flags\n");
         return 2;
     }
     run.a = &a;
@@ -459,10 +512,16 @@ int main(int argc, char **argv) {
     }
     run.ct = &ct;
     if (ct.n <= a.context) {
-        fprintf(stderr, "train: the text has %lld characters; --context %ld needs more than that\n", (long long)ct.n,
-                a.context);
+        fprintf(stderr, "train: the text has %lld character%s; --context %ld needs more than that\n", (long long)ct.n,
+                ct.n == 1 ? "" : "s", a.context);
         chartext_free(&ct);
         return 1;
+    }
+    char first[8];
+    const char *prompt = check_prompt(&a, &ct, first);
+    if (!prompt) {
+        chartext_free(&ct);
+        return 2;
     }
     FILE *log = NULL;
     if (a.log && !(log = fopen(a.log, "w"))) {
@@ -487,7 +546,13 @@ int main(int argc, char **argv) {
     int64_t step0 = 0;
     int rc = 0;
     if (a.load && !nn_ToyLM_load_checkpoint(a.load, model, opt, &ct, &step0, err, sizeof err)) {
-        fprintf(stderr, "train: --load %s: %s\n", a.load, err);
+        if (strncmp(err, a.load, strlen(a.load)) == 0 || strstr(err, a.load)) /* the message names the file */
+            fprintf(stderr, "train: --load: %s\n", err);
+        else
+            fprintf(stderr, "train: --load %s: %s\n", a.load, err);
+        if (!a.data && strstr(err, "different character vocabulary"))
+            fprintf(stderr, "train: --data was not given, so this run has the built-in text; give the --data the "
+                            "checkpoint was trained on\n");
         rc = 1;
         goto done;
     }
@@ -553,12 +618,12 @@ int main(int argc, char **argv) {
                 a.save && rc == 0 ? "; saved to " : "", a.save && rc == 0 ? a.save : "");
         rc = 128 + (int)interrupted; /* as a shell reports a process a signal ended */
     }
-    if (a.attention_svg && !interrupted && !attention_svg(a.attention_svg, model, &ct, a.prompt ? a.prompt : "A", step))
+    if (a.attention_svg && !interrupted && !attention_svg(a.attention_svg, model, &ct, prompt, step))
         rc = 1;
     if (a.sample > 0 && !interrupted) {
         if (a.sample_given || !a.data) printf("--- sample ---\n");
         run.phase = SAMPLING;
-        sample(model, &ct, a.prompt ? a.prompt : "A", a.sample, a.temperature, a.top_k);
+        sample(model, &ct, prompt, a.sample, a.temperature, a.top_k);
         run.phase = SETUP;
         if (interrupted) {
             fprintf(stderr, "train: sampling stopped by signal %d\n", (int)interrupted);

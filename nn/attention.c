@@ -6,10 +6,6 @@
 
 #include "nn.h"
 
-static void *alloc_module(size_t n) {
-    return ac_calloc(1, n);
-}
-
 /* W_query, W_key, W_value = nn.Parameter(torch.rand(...)), in that order. */
 static void qkv_params(nn_Module *m, int64_t d_in, int64_t d_out_kq, int64_t d_out_v, Tensor **q, Tensor **k,
                        Tensor **v) {
@@ -42,8 +38,7 @@ static Tensor *causal_buffer(nn_Module *m, int64_t T) {
 static Tensor *sa_fwd(nn_Module *m, Tensor *x) { return nn_SelfAttention_forward((nn_SelfAttention *)m, x); }
 
 nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
-    nn_SelfAttention *s = alloc_module(sizeof *s);
-    nn_module_init(&s->module, "SelfAttention", sa_fwd);         //     super().__init__()
+    nn_SelfAttention *s = nn_module_new(sizeof *s, "SelfAttention", sa_fwd);         //     super().__init__()
     s->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
     qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value); // (W_query, W_key, W_value: see qkv_params)
     return s;
@@ -69,8 +64,7 @@ static Tensor *mhw_fwd(nn_Module *m, Tensor *x) {
 
 static nn_MultiHeadAttentionWrapper *wrapper(int num_heads) {
     if (num_heads < 1) ac_error("MultiHeadAttentionWrapper: num_heads must be >= 1, got %d", num_heads);
-    nn_MultiHeadAttentionWrapper *w = alloc_module(sizeof *w);
-    nn_module_init(&w->module, "MultiHeadAttentionWrapper", mhw_fwd);
+    nn_MultiHeadAttentionWrapper *w = nn_module_new(sizeof *w, "MultiHeadAttentionWrapper", mhw_fwd);
     w->heads = nn_ModuleList_new();
     nn_register_module(&w->module, "heads", &w->heads->module);
     return w;
@@ -108,8 +102,7 @@ static Tensor *causal_fwd(nn_Module *m, Tensor *x) { return nn_CausalAttention_f
 nn_CausalAttention *nn_CausalAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v, int64_t context_length,
                                            double dropout) {
     if (context_length < 1) ac_error("CausalAttention: context_length must be >= 1, got %lld", (long long)context_length);
-    nn_CausalAttention *c = alloc_module(sizeof *c);
-    nn_module_init(&c->module, "CausalAttention", causal_fwd);
+    nn_CausalAttention *c = nn_module_new(sizeof *c, "CausalAttention", causal_fwd);
     c->d_out_kq = d_out_kq;
     c->context_length = context_length;
     qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value);
@@ -147,8 +140,7 @@ Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x) {
 /* ---- CrossAttention ------------------------------------------------------------------------- */
 
 nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
-    nn_CrossAttention *c = alloc_module(sizeof *c);
-    nn_module_init(&c->module, "CrossAttention", NULL);          //     super().__init__()
+    nn_CrossAttention *c = nn_module_new(sizeof *c, "CrossAttention", NULL);          //     super().__init__()
     c->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
     qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value); // (W_query, W_key, W_value: see qkv_params)
     return c;
@@ -178,8 +170,7 @@ nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, in
         ac_error("MultiHeadAttention: d_out must be divisible by num_heads (d_out=%lld, num_heads=%lld)",
                  (long long)d_out, (long long)num_heads);
     if (context_length < 1) ac_error("MultiHeadAttention: context_length must be >= 1, got %lld", (long long)context_length);
-    nn_MultiHeadAttention *a = alloc_module(sizeof *a);
-    nn_module_init(&a->module, "MultiHeadAttention", mha_fwd);
+    nn_MultiHeadAttention *a = nn_module_new(sizeof *a, "MultiHeadAttention", mha_fwd);
     a->num_heads = num_heads;
     a->head_dim = d_out / num_heads;
     a->d_out = d_out;

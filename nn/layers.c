@@ -5,11 +5,6 @@
 
 #include "nn.h"
 
-#define NEW(T) ((T *)nn_alloc_(sizeof(T)))
-static void *nn_alloc_(size_t n) {
-    return ac_calloc(1, n);
-}
-
 /* ---- Linear ----------------------------------------------------------------------------- */
 
 static Tensor *linear_fwd(nn_Module *m, Tensor *x) { return nn_Linear_forward((nn_Linear *)m, x); }
@@ -19,8 +14,7 @@ nn_Linear *nn_Linear_new(int64_t in_features, int64_t out_features, bool bias) {
         ac_error("Linear: Trying to create tensor with negative dimension %lld: [%lld, %lld]",
                  (long long)(out_features < 0 ? out_features : in_features), (long long)out_features,
                  (long long)in_features);
-    nn_Linear *l = NEW(nn_Linear);
-    nn_module_init(&l->module, "Linear", linear_fwd);
+    nn_Linear *l = nn_module_new(sizeof *l, "Linear", linear_fwd);
     l->in_features = in_features;
     l->out_features = out_features;
     ac_mark mk = ac_arena_mark();
@@ -54,8 +48,7 @@ nn_Embedding *nn_Embedding_new_padded(int64_t num, int64_t dim, int64_t padding_
     } else {
         padding_idx = -1;
     }
-    nn_Embedding *e = NEW(nn_Embedding);
-    nn_module_init(&e->module, "Embedding", embedding_fwd);
+    nn_Embedding *e = nn_module_new(sizeof *e, "Embedding", embedding_fwd);
     e->num_embeddings = num;
     e->embedding_dim = dim;
     e->padding_idx = padding_idx;
@@ -80,8 +73,7 @@ static Tensor *dropout_fwd(nn_Module *m, Tensor *x) { return nn_Dropout_forward(
 
 nn_Dropout *nn_Dropout_new(double p) {
     if (!(p >= 0.0 && p <= 1.0)) ac_raise(AC_VALUE_ERROR, "Dropout: dropout probability has to be between 0 and 1, but got %g", p);
-    nn_Dropout *d = NEW(nn_Dropout);
-    nn_module_init(&d->module, "Dropout", dropout_fwd);
+    nn_Dropout *d = nn_module_new(sizeof *d, "Dropout", dropout_fwd);
     d->p = p;
     return d;
 }
@@ -91,8 +83,7 @@ Tensor *nn_Dropout_forward(nn_Dropout *self, Tensor *x) { return torch_dropout(x
 static Tensor *layernorm_fwd(nn_Module *m, Tensor *x) { return nn_LayerNorm_forward((nn_LayerNorm *)m, x); }
 
 nn_LayerNorm *nn_LayerNorm_new(int64_t normalized_shape) {
-    nn_LayerNorm *l = NEW(nn_LayerNorm);
-    nn_module_init(&l->module, "LayerNorm", layernorm_fwd);
+    nn_LayerNorm *l = nn_module_new(sizeof *l, "LayerNorm", layernorm_fwd);
     l->normalized_shape = normalized_shape;
     l->eps = 1e-5;
     ac_mark mk = ac_arena_mark();
@@ -109,8 +100,7 @@ Tensor *nn_LayerNorm_forward(nn_LayerNorm *self, Tensor *x) {
 static Tensor *gelu_fwd(nn_Module *m, Tensor *x) { return torch_gelu(x); }
 
 nn_GELU *nn_GELU_new(void) {
-    nn_GELU *g = NEW(nn_GELU);
-    nn_module_init(&g->module, "GELU", gelu_fwd);
+    nn_GELU *g = nn_module_new(sizeof *g, "GELU", gelu_fwd);
     return g;
 }
 

@@ -18,9 +18,23 @@ Tensor *nn_Parameter(Tensor *data) {
 
 void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward) {
     memset(m, 0, sizeof *m);
+    m->magic = NN_MODULE_MAGIC;
     m->type = type;
     m->training = true;
     m->forward = forward;
+}
+
+void *nn_module_new(size_t size, const char *type, nn_forward_fn forward) {
+    if (size < sizeof(nn_Module)) ac_error("nn_module_new: %zu bytes cannot hold an nn_Module (%zu)", size, sizeof(nn_Module));
+    nn_Module *m = ac_calloc(1, size);
+    nn_module_init(m, type, forward);
+    m->owned = true;
+    return m;
+}
+
+static void check_module(const nn_Module *m, const char *op) {
+    if (m->magic != NN_MODULE_MAGIC)
+        ac_error("%s: this is not a module: initialise it with nn_module_new or nn_module_init (or it was freed already)", op);
 }
 
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
@@ -40,6 +54,8 @@ Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *b) {
 }
 
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child) {
+    check_module(m, "register_module");
+    check_module(child, "register_module");
     m->children = grow(m->children, m->n_children, sizeof *m->children);
     m->children[m->n_children++] = (nn_Child){ac_strdup(name), child};
     return child;
@@ -110,6 +126,7 @@ void nn_eval(nn_Module *m) { nn_train(m, false); }
 
 void nn_free(nn_Module *m) {
     if (!m) return;
+    check_module(m, "nn_free");
     for (int i = 0; i < m->n_params; i++) {
         ac_free(m->params[i].t);
         free(m->params[i].name);
@@ -125,14 +142,14 @@ void nn_free(nn_Module *m) {
     free(m->params);
     free(m->buffers);
     free(m->children);
-    free(m); /* every module struct starts with its nn_Module */
+    m->magic = 0; /* a second nn_free of a struct you own is an error, not a double free */
+    if (m->owned) free(m); /* every module struct starts with its nn_Module */
 }
 
 /* ---- ModuleList ---------------------------------------------------------------------- */
 
 nn_ModuleList *nn_ModuleList_new(void) {
-    nn_ModuleList *l = ac_malloc(sizeof *l);
-    nn_module_init(&l->module, "ModuleList", NULL);
+    nn_ModuleList *l = nn_module_new(sizeof *l, "ModuleList", NULL);
     return l;
 }
 
@@ -148,4 +165,28 @@ nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i) {
     int n = self->module.n_children;
     if (i < -n || i >= n) ac_raise(AC_INDEX_ERROR, "ModuleList: index %d is out of range (len %d)", i, n);
     return self->module.children[i < 0 ? i + n : i].m;
+}
+
+/* ---- Sequential ------------------------------------------------------------------------ */
+
+static Tensor *sequential_fwd(nn_Module *m, Tensor *x) { return nn_Sequential_forward((nn_Sequential *)m, x); }
+
+nn_Sequential *nn_Sequential_new(int n, nn_Module *const *modules) {
+    for (int i = 0; i < n; i++) {
+        check_module(modules[i], "Sequential");
+        if (!modules[i]->forward)
+            ac_raise(AC_TYPE_ERROR, "Sequential: module %d (%s) has no one-input forward", i, modules[i]->type);
+    }
+    nn_Sequential *s = nn_module_new(sizeof *s, "Sequential", sequential_fwd);
+    for (int i = 0; i < n; i++) {
+        char name[24];
+        snprintf(name, sizeof name, "%d", i);
+        nn_register_module(&s->module, name, modules[i]);
+    }
+    return s;
+}
+
+Tensor *nn_Sequential_forward(nn_Sequential *self, Tensor *x) { /* for module in self: input = module(input) */
+    for (int i = 0; i < self->module.n_children; i++) x = nn_forward(self->module.children[i].m, x);
+    return x;
 }

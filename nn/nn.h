@@ -10,7 +10,17 @@
  *     del sa                                   nn_free(&sa->module)
  *
  * Every module struct starts with an nn_Module, which holds its parameters,
- * buffers and submodules by name in registration order. Constructors create
+ * buffers and submodules by name in registration order. A module of your own
+ * (as a PyTorch class derives from nn.Module):
+ *
+ *     typedef struct { nn_Module module; nn_Linear *fc1, *fc2; } MLP;     class MLP(nn.Module):
+ *     static Tensor *mlp_forward(nn_Module *m, Tensor *x) { ... }          def forward(self, x): ...
+ *     MLP *mlp = nn_module_new(sizeof *mlp, "MLP", mlp_forward);           super().__init__()
+ *     mlp->fc1 = (nn_Linear *)nn_register_module(&mlp->module, "fc1", &nn_Linear_new(1, 16, true)->module);
+ *     ...; nn_free(&mlp->module);                                          (the struct too)
+ *
+ * or, for a struct you own (on the stack, inside another), nn_module_init(&m.module, ...):
+ * then nn_free(&m.module) frees what it holds and leaves the struct to you. Constructors create
  * parameters in the order the PyTorch __init__ does, so the same seed gives the
  * same weights. Parameters and buffers are long-lived (ac_persist); what a
  * forward makes lives in the arena.
@@ -25,12 +35,15 @@ extern "C" {
 #endif
 
 typedef struct nn_Module nn_Module;
+#define NN_MODULE_MAGIC 0x6e6e4d6fu
 typedef Tensor *(*nn_forward_fn)(nn_Module *m, Tensor *x);
 
 typedef struct { char *name; Tensor *t; } nn_Named;
 typedef struct { char *name; nn_Module *m; } nn_Child;
 
 struct nn_Module {
+    unsigned magic;          /* NN_MODULE_MAGIC while initialised: nn_free refuses anything else */
+    bool owned;              /* made by nn_module_new: nn_free frees the struct too */
     const char *type;        /* class name, "Linear" */
     bool training;
     nn_forward_fn forward;   /* one-input forward, NULL for CrossAttention */
@@ -43,7 +56,9 @@ struct nn_Module {
 typedef struct { int n; const char **names; Tensor **tensors; } nn_TensorList;
 
 Tensor *nn_Parameter(Tensor *data);          /* long-lived leaf that requires grad */
-void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward);
+/* A zeroed module struct of `size` bytes (its first member an nn_Module), initialised. */
+void *nn_module_new(size_t size, const char *type, nn_forward_fn forward);
+void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward); /* a struct you own */
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data); /* takes nn_Parameter(data) */
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a ac_persist tensor, no copy */
@@ -55,7 +70,7 @@ int64_t nn_num_parameters(nn_Module *m);
 void nn_zero_grad(nn_Module *m);                  /* 1.13 default: .grad.zero_() */
 void nn_train(nn_Module *m, bool mode);
 void nn_eval(nn_Module *m);
-void nn_free(nn_Module *m);                       /* the module, its parameters and submodules */
+void nn_free(nn_Module *m); /* its parameters, buffers and submodules, and the struct if nn_module_new made it */
 
 /* ---- layers ------------------------------------------------------------------- */
 
@@ -85,6 +100,16 @@ nn_ModuleList *nn_ModuleList_new(void);
 void nn_ModuleList_append(nn_ModuleList *self, nn_Module *m);
 int nn_ModuleList_len(nn_ModuleList *self);
 nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i);
+
+/* nn.Sequential(a, b, c): children "0", "1", ...; forward(x) runs them in turn.
+ *     nn.Sequential(nn.Linear(2, 8), nn.GELU(), nn.Linear(8, 1))
+ *     nn_Sequential_new(MODULES(&nn_Linear_new(2, 8, true)->module, &nn_GELU_new()->module,
+ *                               &nn_Linear_new(8, 1, true)->module))
+ * It takes the modules (nn_free frees them with it); each needs a one-input forward. */
+typedef struct { nn_Module module; } nn_Sequential;
+#define MODULES(...) ((int)(sizeof((nn_Module *[]){__VA_ARGS__}) / sizeof(nn_Module *))), ((nn_Module *[]){__VA_ARGS__})
+nn_Sequential *nn_Sequential_new(int n, nn_Module *const *modules);
+Tensor *nn_Sequential_forward(nn_Sequential *self, Tensor *x);
 
 /* ---- the article's attention classes ------------------------------------------ */
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #endif
 #include <stdarg.h>
@@ -477,6 +478,11 @@ fail:
 bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     char why[400];
+    struct stat st;
+    if (stat(path, &st) == 0 && S_ISDIR(st.st_mode)) {
+        snprintf(err, errlen, "%s is a directory, not a safetensors file", path);
+        return false;
+    }
     FILE *f = fopen(path, "rb");
     char *hdr = NULL;
     if (!f) { snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno)); return false; }

@@ -7,8 +7,7 @@
 static Tensor *toylm_fwd(nn_Module *m, Tensor *x) { return nn_ToyLM_forward((nn_ToyLM *)m, x); }
 
 nn_ToyLM *nn_ToyLM_new(int64_t vocab_size, int64_t context_length, int64_t d_model, int64_t num_heads) {
-    nn_ToyLM *m = ac_calloc(1, sizeof *m);
-    nn_module_init(&m->module, "ToyLM", toylm_fwd);
+    nn_ToyLM *m = nn_module_new(sizeof *m, "ToyLM", toylm_fwd);
     m->vocab_size = vocab_size;
     m->context_length = context_length;
     m->tok_emb = (nn_Embedding *)nn_register_module(&m->module, "tok_emb", &nn_Embedding_new(vocab_size, d_model)->module);

@@ -238,6 +238,63 @@ START_TEST(test_causal_weights_and_dropout_modes) {
 }
 END_TEST
 
+/* A module of one's own, as a PyTorch class derives from nn.Module: made by
+ * nn_module_new (freed whole by nn_free) or, on the stack, by nn_module_init
+ * (nn_free frees what it holds, not the struct); misuse is an error. */
+typedef struct { nn_Module module; nn_Linear *fc1, *fc2; } MLP;
+static Tensor *mlp_forward(nn_Module *m, Tensor *x) {
+    MLP *mlp = (MLP *)m;
+    return nn_Linear_forward(mlp->fc2, torch_tanh(nn_Linear_forward(mlp->fc1, x)));
+}
+
+START_TEST(test_modules_of_your_own) {
+    torch_manual_seed(0);
+    MLP *h = nn_module_new(sizeof *h, "MLP", mlp_forward);
+    h->fc1 = (nn_Linear *)nn_register_module(&h->module, "fc1", &nn_Linear_new(1, 8, true)->module);
+    h->fc2 = (nn_Linear *)nn_register_module(&h->module, "fc2", &nn_Linear_new(8, 1, true)->module);
+    torch_manual_seed(0);
+    MLP st; /* on the stack: the same weights, the same forward */
+    nn_module_init(&st.module, "MLP", mlp_forward);
+    st.fc1 = (nn_Linear *)nn_register_module(&st.module, "fc1", &nn_Linear_new(1, 8, true)->module);
+    st.fc2 = (nn_Linear *)nn_register_module(&st.module, "fc2", &nn_Linear_new(8, 1, true)->module);
+    Tensor *x = torch_rand(SHAPE(5, 1));
+    Tensor *a = nn_forward(&h->module, x), *b = nn_forward(&st.module, x);
+    ck_assert(memcmp(a->data, b->data, 5 * sizeof(float)) == 0);
+    nn_TensorList sd = nn_state_dict(&st.module);
+    ck_assert_int_eq(sd.n, 4);
+    ck_assert_str_eq(sd.names[2], "fc2.weight");
+    nn_free(&h->module);
+    nn_free(&st.module); /* no abort: the struct is the stack's */
+    EXPECT_ERROR("nn_free: this is not a module", nn_free(&st.module)); /* a second time */
+    MLP junk;
+    memset(&junk, 0x5a, sizeof junk);
+    EXPECT_ERROR("initialise it with nn_module_new or nn_module_init", nn_free(&junk.module));
+    EXPECT_ERROR("cannot hold an nn_Module", nn_module_new(4, "tiny", NULL));
+}
+END_TEST
+
+/* nn.Sequential: children "0", "1", ...; the forward runs them in turn. */
+START_TEST(test_sequential) {
+    torch_manual_seed(1);
+    nn_Linear *l1 = nn_Linear_new(3, 4, true), *l2 = nn_Linear_new(4, 2, false);
+    nn_GELU *g = nn_GELU_new();
+    nn_Sequential *seq = nn_Sequential_new(MODULES(&l1->module, &g->module, &l2->module));
+    Tensor *x = torch_randn(SHAPE(2, 3));
+    Tensor *y = nn_forward(&seq->module, x);
+    Tensor *want = nn_Linear_forward(l2, nn_GELU_forward(g, nn_Linear_forward(l1, x)));
+    ck_assert(memcmp(y->data, want->data, 4 * sizeof(float)) == 0);
+    nn_TensorList p = nn_named_parameters(&seq->module);
+    ck_assert_int_eq(p.n, 3);
+    ck_assert_str_eq(p.names[0], "0.weight");
+    ck_assert_str_eq(p.names[1], "0.bias");
+    ck_assert_str_eq(p.names[2], "2.weight");
+    nn_free(&seq->module);
+    nn_CrossAttention *c = nn_CrossAttention_new(2, 2, 2);
+    EXPECT_ERROR("Sequential: module 0 (CrossAttention) has no one-input forward", nn_Sequential_new(MODULES(&c->module)));
+    nn_free(&c->module);
+}
+END_TEST
+
 Suite *suite_nn(void) {
     Suite *s = suite_create("nn");
     TCase *tc = tcase("modules");
@@ -247,6 +304,8 @@ Suite *suite_nn(void) {
     tcase_add_test(tc, test_wrapper_first_column_is_the_single_head);
     tcase_add_test(tc, test_batched_mha_equals_wrapper_of_causal_heads);
     tcase_add_test(tc, test_causal_weights_and_dropout_modes);
+    tcase_add_test(tc, test_modules_of_your_own);
+    tcase_add_test(tc, test_sequential);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -250,19 +250,50 @@ START_TEST(test_flags_and_builtin_text) {
     ck_assert_int_eq(run_command(cmd, &out), 0);
     ck_assert_msg(strstr(out, "step 3 loss ") && strstr(out, "--- sample ---\nThe "), "%s", out);
     free(out);
-    /* a prompt with an invalid byte and a character the text never has: both skipped, with a message */
-    snprintf(cmd, sizeof cmd, "%s/train --steps 1 --sample 5 --prompt \"$(printf 'Th\\377e\\303\\251')\" 2>&1", b);
+    /* a character the text never has: named once, before training, and skipped */
+    snprintf(cmd, sizeof cmd, "%s/train --steps 1 --sample 5 --prompt \"$(printf 'The\\303\\251')\" 2>&1", b);
     ck_assert_int_eq(run_command(cmd, &out), 0);
-    ck_assert_msg(strstr(out, "--prompt: invalid UTF-8 at byte 2, skipped") &&
-                  strstr(out, "--prompt: '\303\251' is not in the training text's vocabulary, skipped") &&
+    ck_assert_msg(strstr(out, "train: --prompt: '\303\251' is not in the training text: skipped\nstep 1 loss") &&
                   strstr(out, "--- sample ---\nThe"), "%s", out);
+    free(out);
+    /* a text without "A" and no --prompt: its first character, with no warning */
+    char *dir = temp_dir(), path[300];
+    snprintf(path, sizeof path, "%s/t.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("the cat sat on the mat, and the dog sat on the log; the end of the tale.", f);
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --context 8 --steps 1 --sample 5 2>&1", b, path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "step 1 loss") && !strstr(out, "prompt") && strstr(out, "\nt"), "%s", out);
+    free(out);
+    remove_dir(dir);
+    /* --load without the --data it was trained on: the message says --data was not given */
+    dir = temp_dir();
+    snprintf(cmd, sizeof cmd, "%s/train --data %s --steps 1 --save %s/v.st >/dev/null 2>&1 && %s/train --load %s/v.st --steps 1 2>&1",
+             b, shared_path("data/the-verdict.txt"), dir, b, dir);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "different character vocabulary\ntrain: --data was not given, so this run has the built-in text"),
+                  "%s", out);
+    free(out);
+    remove_dir(dir);
+    /* one line, not the usage, after a mistake */
+    snprintf(cmd, sizeof cmd, "%s/train --bogus 1 2>&1", b);
+    ck_assert_int_eq(run_command(cmd, &out), 2);
+    ck_assert_str_eq(out, "train: unknown flag --bogus\ntrain: train --help lists the flags\n");
     free(out);
     struct { const char *flags; int rc; const char *msg; } bad[] = {
         {"--dim 10 --heads 4", 2, "--dim (10) must be divisible by --heads (4)"},
         {"--steps -1", 2, "--steps expects an integer >= 0, got '-1'"},
         {"--lr abc", 2, "--lr expects a number"},
         {"--bogus 1", 2, "unknown flag --bogus"},
-        {"--steps", 2, "missing value"},
+        {"--steps", 2, "train: --steps needs a value"},
+        {"--lr -1", 2, "--lr expects a number >= 0, got '-1'"},
+        {"--temperature 0", 2, "--temperature expects a number > 0, got '0'"},
+        {"--save-every 5", 2, "--save-every 5 needs --save FILE"},
+        {"--prompt ZZZ --steps 1", 2, "--prompt \"ZZZ\": none of its characters is in the training text"},
+        {"--prompt \"$(printf 'a\\377')\" --steps 1", 2, "--prompt is not UTF-8 (byte 1)"},
+        {"--load /tmp", 1, "train: --load: /tmp is a directory, not a safetensors file\n"},
+        {"--attention-svg /nonexistent/dir/a.svg", 1, "train: --attention-svg: cannot write /nonexistent/dir/a.svg"},
         {"--data /nonexistent/file.txt", 1, "cannot open --data /nonexistent/file.txt: No such file or directory"},
         {"--data /tmp", 1, "cannot read --data /tmp: Is a directory"},
         {"--context 5000", 1, "--context 5000 needs more than that"},
