@@ -12,15 +12,15 @@ OPT     ?= -O3 -g
 # with it vectorize (Adam's); every result stays the same, rounded correctly.
 STD     := -std=c11 -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-INC     := -Itensor -Inn -Ioptim -Iviz
+INC     := -Itensor -Inn -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
 LDLIBS  := -lm -lpthread
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -pthread -lm)
 
-LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c viz/*.c))
-HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h viz/*.h)
+LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c))
+HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h)
 EXAMPLES := article train bench minimal gpt
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
@@ -42,7 +42,7 @@ FORCE:
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h viz/viz.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h nn/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: FORCE all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -68,9 +68,9 @@ $(B)/article: $(B)/gen/article_sources.h
 # embed_source runs here, on the build machine: HOSTCC builds it (a cross
 # build sets CC=aarch64-linux-gnu-gcc and keeps HOSTCC=cc).
 HOSTCC ?= cc
-$(B)/gen/article_sources.h: examples/article.c nn/attention.c tools/embed_source.c
+$(B)/gen/article_sources.h: examples/article.c nn/attention.c examples/embed_source.c
 	@mkdir -p $(dir $@)
-	$(HOSTCC) -O1 tools/embed_source.c -o $(B)/embed_source
+	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
@@ -129,7 +129,7 @@ clean:
 
 # ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
 # make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
-# (fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
+# (tests/fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
 FUZZERS      := safetensors checkpoint text graph viz vocab bpe
 FUZZ_SECONDS ?= 20
 FZ           := build/fuzz
@@ -137,14 +137,14 @@ FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fn
 fuzz:
 	$(MAKE) --no-print-directory B=$(FZ) CC=clang OPT="-O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link" $(FZ)/libattention.a
 	for f in $(FUZZERS); do \
-	  clang $(STD) $(INC) -Itests -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer fuzz/fuzz_$$f.c tests/xml_check.c \
+	  clang $(STD) $(INC) -Itests -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer tests/fuzz/fuzz_$$f.c tests/xml_check.c \
 	    $(FZ)/libattention.a -lm -o $(FZ)/fuzz_$$f || exit 1; done
 	for f in $(FUZZERS); do \
 	  mkdir -p $(FZ)/corpus/$$f $(FZ)/crashes/$$f; \
 	  echo "fuzz_$$f: $(FUZZ_SECONDS) s"; \
 	  ASAN_OPTIONS=allocator_may_return_null=1:detect_leaks=1 ./$(FZ)/fuzz_$$f -max_total_time=$(FUZZ_SECONDS) \
-	    -dict=fuzz/dict.txt -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
-	    -artifact_prefix=$(FZ)/crashes/$$f/ $(FZ)/corpus/$$f fuzz/corpus/$$f 2>$(FZ)/fuzz_$$f.log || \
+	    -dict=tests/fuzz/dict.txt -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+	    -artifact_prefix=$(FZ)/crashes/$$f/ $(FZ)/corpus/$$f tests/fuzz/corpus/$$f 2>$(FZ)/fuzz_$$f.log || \
 	    { tail -40 $(FZ)/fuzz_$$f.log; exit 1; }; \
 	  grep -E "stat::number_of_executed_units|stat::new_units_added" $(FZ)/fuzz_$$f.log | tr '\n' ' '; echo; \
 	done
@@ -183,7 +183,7 @@ coverage:
 	rm -rf build/cov
 	$(MAKE) --no-print-directory B=build/cov OPT="-O0 -g --coverage -fprofile-update=atomic" LDFLAGS="--coverage" build/cov/tests
 	-AC_BUILD=build/cov CK_FORK=yes ./build/cov/tests >build/cov/tests.log 2>&1
-	gcovr --root . --object-directory build/cov/obj --filter 'tensor/' --filter 'nn/' --filter 'optim/' --filter 'viz/' \
+	gcovr --root . --object-directory build/cov/obj --filter 'tensor/' --filter 'nn/' --filter 'optim/' \
 	  --exclude-unreachable-branches --exclude-throw-branches --print-summary --txt build/cov/coverage.txt
 	@tail -n 3 build/cov/coverage.txt
 
@@ -257,4 +257,4 @@ installcheck:
 # The README's pictures, drawn by ./build/article --svg (a test checks they are current).
 docs: $(B)/article
 	./$(B)/article --svg $(B)/docs >/dev/null
-	cp $(B)/docs/causal_weights.svg $(B)/docs/selfattention_graph.svg $(B)/docs/mha_heads.svg docs/
+	cp $(B)/docs/causal_weights.svg $(B)/docs/selfattention_graph.svg $(B)/docs/mha_heads.svg examples/pictures/

@@ -1,5 +1,5 @@
 /* attention.c's extension API: what code built on top of tensor/ (nn/,
- * optim/, viz/, or a user's own modules) may use beyond tensor.h, without
+ * optim/, the picture writers, or a user's own modules) may use beyond tensor.h, without
  * reaching into the library's private state (tensor/internal.h).
  *
  *   - threads: split a loop among the pool's threads, as ops do;

@@ -1,5 +1,5 @@
 /* The calls a PyTorch user expects (issue 10), each against PyTorch's values
- * (tests/data/ops_golden.txt, from tools/gen_golden.py): the ops of the
+ * (tests/data/ops_golden.txt, from tests/tools/gen_golden.py): the ops of the
  * book's next chapters, in-place writes through autograd with version checks,
  * retain_grad, creation with a dtype, the generator's state, no_grad scopes.
  *

@@ -1,6 +1,6 @@
 /* The error table: for each misuse, the C call, PyTorch 1.13's message and
  * kind for the same misuse (tests/data/error_table.txt, written by
- * tools/gen_errors.py from PyTorch itself), and ours. Ours must read
+ * tests/tools/gen_errors.py from PyTorch itself), and ours. Ours must read
  * "op: " + PyTorch's first line word for word (any detail of ours comes after
  * its sentence has ended) and carry the same kind (RuntimeError, IndexError,
  * ValueError).

@@ -1,4 +1,4 @@
-/* Modules against PyTorch (tests/data/nn_golden.txt, from tools/gen_golden.py):
+/* Modules against PyTorch (tests/data/nn_golden.txt, from tests/tools/gen_golden.py):
  * outputs within 1e-5 (+1e-5 relative), gradients within 1e-4 relative (+1e-6
  * absolute for gradients that are ~0); and the article's own checks. */
 #include <math.h>

@@ -1,5 +1,5 @@
 /* GPT-2's tokenizer, the BPE trainer and the book's loaders, against
- * tests/data/tokenizer_golden.txt (tools/gen_tokenizer_golden.py: the
+ * tests/data/tokenizer_golden.txt (tests/tools/gen_tokenizer_golden.py: the
  * reference ../shared/pytorch/gpt2_tokenizer.py and PyTorch 1.13's DataLoader),
  * a naive BPE written here, and hostile files. */
 #include <stdlib.h>

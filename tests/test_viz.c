@@ -1,4 +1,4 @@
-/* viz/: every picture the project writes is parsed as XML, is deterministic,
+/* The pictures (nn/viz.h): every picture the project writes is parsed as XML, is deterministic,
  * escapes hostile labels; the graph's boxes never overlap; the article's
  * --svg and --html, the trainer's --plot and --attention-svg, checked from
  * the real programs; the page in a real browser when Chromium is there. */
@@ -412,7 +412,7 @@ START_TEST(test_article_svg) {
     for (int i = 0; i < 3; i++) {
         snprintf(path, sizeof path, "%s/pics/%s.svg", dir, docs[i]);
         char *now = read_text(path);
-        snprintf(path, sizeof path, "docs/%s.svg", docs[i]);
+        snprintf(path, sizeof path, "examples/pictures/%s.svg", docs[i]);
         char *committed = read_text(path);
         ck_assert_msg(strcmp(now, committed) == 0, "%s is out of date: make docs", path);
         free(now), free(committed);

@@ -1,6 +1,6 @@
 """Generate the golden data under tests/data/ (run once; the tests never need PyTorch).
 
-    ATEN_CPU_CAPABILITY=default /usr/bin/python3 tools/gen_golden.py
+    ATEN_CPU_CAPABILITY=default /usr/bin/python3 tests/tools/gen_golden.py
 
 Needs Debian's python3-torch (1.13) and ../shared (the spec's rng_reference.py,
 print-golden.json, toy_lm.py and the-verdict.txt). Writes:
@@ -14,7 +14,7 @@ except print_records.txt (documented in tests/test_print.c).
 """
 import json, math, os, struct, subprocess, sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SHARED = os.path.join(ROOT, '..', 'shared')
 OUT = os.path.join(ROOT, 'tests', 'data')
 sys.path.insert(0, os.path.join(SHARED, 'spec'))

@@ -1,6 +1,6 @@
 """Move attention.c checkpoints to and from PyTorch (a hand check; the project never needs PyTorch).
 
-    python3 tools/torch_checkpoint.py continue CKPT --data FILE --steps N [--batch B] [--lr X] [--save OUT]
+    python3 examples/torch_checkpoint.py continue CKPT --data FILE --steps N [--batch B] [--lr X] [--save OUT]
 
 Loads a checkpoint written by `./build/train --save` (safetensors: the model's state_dict under
 PyTorch's names, the Adam state under "optim.state.<i>.<name>", the generator under "rng_state"),

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # attention.c and PyTorch side by side, in one sitting, on this machine:
-#   tools/bench_vs_pytorch.sh [WORKLOAD ...]      (default: all five, at 1 and 2 threads)
+#   examples/bench_vs_pytorch.sh [WORKLOAD ...]      (default: all five, at 1 and 2 threads)
 # Prints each side's JSON line per workload and thread count. PyTorch is
 # Debian's python3-torch, run with Debian's own python3; set OPENBLAS_CORETYPE
 # (SKYLAKEX with AVX-512, HASWELL with AVX2) where OpenBLAS misdetects the core:

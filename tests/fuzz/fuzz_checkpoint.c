@@ -5,7 +5,7 @@
 #include "fuzz_common.h"
 #include "toy_lm.h"
 
-/* The model and text the seed corpus was made with (see fuzz/README.md). */
+/* The model and text the seed corpus was made with. */
 static const char text[] = "attention is all you need, said the query to the key.\n";
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {

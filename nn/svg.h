@@ -1,4 +1,4 @@
-/* Private helpers of the viz/ writers. */
+/* Private helpers of the picture writers (viz.h). */
 #ifndef ATTENTION_SVG_H
 #define ATTENTION_SVG_H
 

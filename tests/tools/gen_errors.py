@@ -1,6 +1,6 @@
 """PyTorch 1.13's error for each misuse in tests/test_error_table.c (run once; the tests never need PyTorch).
 
-    /usr/bin/python3 tools/gen_errors.py
+    /usr/bin/python3 tests/tools/gen_errors.py
 
 Writes tests/data/error_table.txt: one line per case, `name<TAB>Kind<TAB>first line of the message`.
 The C test makes the same call and expects `op: ` + that line (+ any detail of ours after it) and the same kind.
@@ -9,7 +9,7 @@ import os
 import torch
 import torch.nn.functional as F
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 o = torch.ones
 L = lambda *v: torch.tensor(v)
 CASES = [

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes tests/data/tokenizer_golden.txt: what the C tokenizer, BPE trainer and data loaders must give.
 
-    /usr/bin/python3 tools/gen_tokenizer_golden.py        (Debian's python3 with python3-torch, PyTorch 1.13)
+    /usr/bin/python3 tests/tools/gen_tokenizer_golden.py        (Debian's python3 with python3-torch, PyTorch 1.13)
 
 Records are `name n v1 ... vn`, read by the Check suite (tests/test_tokenizer.c):
   - ids of tests/data/tokenizer_corpus.txt by ../shared/pytorch/gpt2_tokenizer.py (what tiktoken's "gpt2"
@@ -22,7 +22,7 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+ROOT = os.path.dirname(os.path.dirname(HERE))
 SHARED = os.path.join(ROOT, "..", "shared")
 sys.path.insert(0, os.path.join(SHARED, "pytorch"))
 from gpt2_tokenizer import EOT, GPT2Tokenizer, bytes_to_unicode, pretokenize  # noqa: E402
