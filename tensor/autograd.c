@@ -155,6 +155,15 @@ static float *writable(Tensor *t, bool owned) {
 }
 
 bool ac_grad_reuse = true;
+Tensor *torch_grad_take(Tensor *t) {
+    ac_check_defined(t, "grad_take");
+    Tensor *g = t->grad;
+    t->grad = NULL;
+    TensorImpl *ti = ac_impl(t);
+    if (g && g == ti->gradbuf) ti->gradbuf = NULL; /* a new buffer at the next backward */
+    return g;
+}
+
 void ac_accum(Tensor *x, Tensor *g) { accum(x, g, false); }
 void ac_accum_new(Tensor *x, Tensor *g) { accum(x, g, true); }
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g) { accum(x, g, n->bgrad_owned); }

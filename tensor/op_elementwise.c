@@ -174,13 +174,13 @@ Tensor *torch_div_scalar(Tensor *a, double s) { return scalar_op(DIV, a, s); }
 
 /* ---- unary -------------------------------------------------------------------------- */
 
-typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP } UnOp;
+typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP, SIN, COS } UnOp;
 static const char *const un_names[] = {"NegBackward0",     "ExpBackward0",  "LogBackward0",   "SqrtBackward0",
                                        "PowBackward0",     "ReluBackward0", "TanhBackward0",  "GeluBackward0",
                                        "SigmoidBackward0", "SiluBackward0", "SoftplusBackward0", "AbsBackward0",
-                                       "ClampBackward1"};
+                                       "ClampBackward1",   "SinBackward0",  "CosBackward0"};
 static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow", "relu", "tanh",
-                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp"};
+                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp", "sin", "cos"};
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
@@ -223,6 +223,8 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
     case SOFTPLUS: UN_LOOP(softplus(x, (float)e, (float)e2)); break;
     case ABS: UN_LOOP(fabsf(x)); break;
     case CLAMP: UN_LOOP(clampf(x, (float)e, (float)e2)); break;
+    case SIN: UN_LOOP(sinf(x)); break;
+    case COS: UN_LOOP(cosf(x)); break;
     }
 }
 
@@ -274,6 +276,8 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
         case CLAMP: /* 1 inside [min, max], bounds included */
             r[i] = (isnan(e) || x[i] >= e) && (isnan(e2) || x[i] <= e2) ? g[i] : 0.0f;
             break;
+        case SIN: r[i] = g[i] * cosf(x[i]); break;  /* d sin x = cos x */
+        case COS: r[i] = g[i] * -sinf(x[i]); break; /* d cos x = -sin x */
         }
     }
 }
@@ -322,6 +326,8 @@ Tensor *torch_sigmoid(Tensor *a) { return unary(SIGMOID, a, 0); }
 Tensor *torch_silu(Tensor *a) { return unary(SILU, a, 0); }
 Tensor *torch_softplus(Tensor *a, double beta, double threshold) { return unary2(SOFTPLUS, a, beta, threshold); }
 Tensor *torch_abs(Tensor *a) { return unary(ABS, a, 0); }
+Tensor *torch_sin(Tensor *a) { return unary(SIN, a, 0); }
+Tensor *torch_cos(Tensor *a) { return unary(COS, a, 0); }
 Tensor *torch_clamp(Tensor *a, double min, double max) {
     if (isnan(min) && isnan(max)) ac_error("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
     return unary2(CLAMP, a, min, max);

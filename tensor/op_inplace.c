@@ -281,3 +281,44 @@ Tensor *torch_index_put_(Tensor *t, Tensor *index, Tensor *values, bool accumula
     record(t, (InplaceSaved){.kind = IP_INDEX_PUT, .idx = idx, .accumulate = accumulate}, values);
     return t;
 }
+
+/* ---- x.add_(y), x.sub_(y), x.mul_(y), x.div_(y) ------------------------------------------
+ * The out-of-place op on x's current values, written back with copy_'s
+ * rebase_history (so x's version goes up and its new history is the op's
+ * node, named as PyTorch names it): in the forward x' = op(x, y), so dx and dy
+ * are op's own gradients. mul_ and div_ compute from a copy of x, since their
+ * backward reads the old x, which the write replaces. */
+typedef Tensor *(*BinFn)(Tensor *, Tensor *);
+
+static Tensor *arith_(Tensor *x, Tensor *y, BinFn fn, const char *op, const char *node, bool reads_x) {
+    ac_check_defined(x, op);
+    ac_check_defined(y, op);
+    ac_check_inplace(x, op);
+    if (!fits_into(y, x))
+        ac_error("%s: output with shape %s doesn't match the broadcast shape %s", op, ac_shape_str(x),
+                 ac_shape_str(y));
+    bool grad = torch_is_grad_enabled() && (x->requires_grad || y->requires_grad);
+    Tensor *r = fn(reads_x && grad ? torch_clone(x) : x, y);
+    torch_copy_(x, r);
+    if (grad && x->grad_fn) x->grad_fn->name = node; /* what x.grad_fn prints */
+    return x;
+}
+
+Tensor *torch_add_(Tensor *x, Tensor *y) { return arith_(x, y, torch_add, "add_", "AddBackward0", false); }
+Tensor *torch_sub_(Tensor *x, Tensor *y) { return arith_(x, y, torch_sub, "sub_", "SubBackward0", false); }
+Tensor *torch_mul_(Tensor *x, Tensor *y) { return arith_(x, y, torch_mul, "mul_", "MulBackward0", true); }
+Tensor *torch_div_(Tensor *x, Tensor *y) { return arith_(x, y, torch_div, "div_", "DivBackward0", true); }
+
+static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double), const char *op, const char *node) {
+    ac_check_defined(x, op);
+    ac_check_inplace(x, op);
+    Tensor *r = fn(x, s); /* a number times x: its backward needs neither old value */
+    torch_copy_(x, r);
+    if (torch_is_grad_enabled() && x->requires_grad && x->grad_fn) x->grad_fn->name = node;
+    return x;
+}
+
+Tensor *torch_add_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_add_scalar, "add_", "AddBackward0"); }
+Tensor *torch_sub_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_sub_scalar, "sub_", "SubBackward0"); }
+Tensor *torch_mul_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_mul_scalar, "mul_", "MulBackward0"); }
+Tensor *torch_div_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_div_scalar, "div_", "DivBackward0"); }

@@ -105,3 +105,36 @@ Tensor *torch_cross_entropy(Tensor *logits, Tensor *target, int64_t ignore_index
 Tensor *torch_nll_loss(Tensor *log_probs, Tensor *target, int64_t ignore_index) {
     return loss(log_probs, target, ignore_index, false);
 }
+
+/* ---- mse_loss ---------------------------------------------------------------------------
+ *     in the forward:  loss = mean((x - y)^2)   over the broadcast shape, n elements
+ *     so:              dx = g * 2 (x - y) / n, summed to x's shape;  dy = -(that), summed to y's */
+typedef struct { ac_saved x, y; int64_t n; } MseSaved;
+
+static void mse_backward(Node *nd, Tensor *g) {
+    const MseSaved *sv = nd->ctx;
+    Tensor *x = ac_unpack(nd, sv->x), *y = ac_unpack(nd, sv->y);
+    float scale = 2.0f * ac_cdata(g)[0] / (float)sv->n; /* ATen: norm = 2 / numel, times grad */
+    bool prev = torch_no_grad_enter();
+    Tensor *d = torch_mul_scalar(torch_sub(x, y), (double)scale);
+    torch_no_grad_exit(prev);
+    if (ac_needs_grad(nd->inputs[0])) ac_accum(nd->inputs[0], ac_sum_to(d, nd->inputs[0]));
+    if (ac_needs_grad(nd->inputs[1])) ac_accum(nd->inputs[1], ac_sum_to(torch_neg(d), nd->inputs[1]));
+}
+
+Tensor *torch_mse_loss(Tensor *input, Tensor *target) {
+    ac_check_float(input, "mse_loss");
+    ac_check_float(target, "mse_loss");
+    bool prev = torch_no_grad_enter();
+    Tensor *d = torch_sub(input, target);
+    Tensor *out = torch_mean(torch_mul(d, d)); /* (x - y)^2, then mean in torch.mean's order */
+    torch_no_grad_exit(prev);
+    Node *n = AC_NODE("MseLossBackward0", mse_backward, out, input, target);
+    if (n) {
+        MseSaved *sv = AC_CTX(n, MseSaved);
+        sv->x = ac_save(n, input);
+        sv->y = ac_save(n, target);
+        sv->n = torch_numel(d);
+    }
+    return out;
+}

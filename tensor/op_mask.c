@@ -133,9 +133,17 @@ static bool *triangle(const Tensor *a, int64_t diagonal, bool lower) {
 
 static Tensor *tri(Tensor *a, int64_t diagonal, bool lower) {
     const char *op = lower ? "tril" : "triu";
-    ac_check_float(a, op);
+    ac_check_defined(a, op);
     if (a->ndim < 2) ac_wrap_dim(-2, a->ndim, op); /* PyTorch's error: the dim -2 it reads does not exist */
     bool *replace = triangle(a, diagonal, lower);
+    if (a->dtype != AC_FLOAT32) { /* bool, int64, ...: the same triangle, no gradient */
+        Tensor *src = ac_materialize(a), *out = ac_new(a->dtype, a->ndim, a->shape);
+        size_t es = ac_dtype_size(a->dtype);
+        for (int64_t k = 0, n = torch_numel(a); k < n; k++)
+            if (replace[k]) memset((char *)out->data + (size_t)k * es, 0, es);
+            else memcpy((char *)out->data + (size_t)k * es, (const char *)src->data + (size_t)k * es, es);
+        return out;
+    }
     Tensor *out = keep_where(a, replace, 0.0f);
     Node *n = AC_NODE(lower ? "TrilBackward0" : "TriuBackward0", mask_backward, out, a);
     if (n) n->ctx = replace;

@@ -352,6 +352,31 @@ Tensor *torch_zeros_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->
 Tensor *torch_ones_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 1, t->dtype); }
 Tensor *torch_full_like(const Tensor *t, double value) { return torch_full_dtype(t->ndim, t->shape, value, t->dtype); }
 Tensor *torch_empty_like(const Tensor *t) { return torch_empty(t->ndim, t->shape, t->dtype); }
+Tensor *torch_zeros_like_dtype(const Tensor *t, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, 0, d); }
+Tensor *torch_ones_like_dtype(const Tensor *t, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, 1, d); }
+Tensor *torch_full_like_dtype(const Tensor *t, double v, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, v, d); }
+Tensor *torch_empty_like_dtype(const Tensor *t, ac_dtype d) { return torch_empty(t->ndim, t->shape, d); }
+
+/* torch.linspace(start, end, steps), float32 as ATen's CPU kernel computes it
+ * (ATEN_CPU_CAPABILITY=default, one thread): step = (end - start) / (steps - 1)
+ * in float; blocks of 16 go as two vectors of 8, each from its first index
+ * (start + step i in the first half, end - step (steps - 1 - i) in the second)
+ * up by step per lane; the last steps % 16 one by one, counting up from start
+ * in the first half and down from end in the second. */
+Tensor *torch_linspace(double start, double end, int64_t steps) {
+    if (steps < 0) ac_error("linspace: number of steps must be non-negative");
+    Tensor *t = ac_new(AC_FLOAT32, 1, (int64_t[]){steps});
+    float *p = t->data, a = (float)start, b = (float)end;
+    float step = steps > 1 ? (b - a) / (float)(steps - 1) : 0.0f;
+    int64_t half = steps / 2, vec_end = steps - steps % 16;
+    for (int64_t i = 0; i < vec_end; i += 8) {
+        float base = i < half ? a + step * (float)i : b - step * (float)(steps - i - 1);
+        for (int k = 0; k < 8; k++) p[i + k] = base + (float)k * step;
+    }
+    for (int64_t i = vec_end; i < steps; i++) p[i] = i < half ? a + step * (float)i : b - step * (float)(steps - i - 1);
+    if (steps == 1) p[0] = a; /* linspace_out: one step is start */
+    return t;
+}
 
 Tensor *torch_arange(int64_t end) {
     if (end < 0) ac_error("arange: upper bound and larger bound inconsistent with step sign (end=%lld)", (long long)end);

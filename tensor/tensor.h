@@ -177,6 +177,13 @@ Tensor *torch_zeros_like(const Tensor *t);
 Tensor *torch_ones_like(const Tensor *t);
 Tensor *torch_full_like(const Tensor *t, double value);
 Tensor *torch_empty_like(const Tensor *t);
+/* with a dtype: torch.zeros_like(x, dtype=torch.bool) -> torch_zeros_like_dtype(x, AC_BOOL) */
+Tensor *torch_zeros_like_dtype(const Tensor *t, ac_dtype dtype);
+Tensor *torch_ones_like_dtype(const Tensor *t, ac_dtype dtype);
+Tensor *torch_full_like_dtype(const Tensor *t, double value, ac_dtype dtype);
+Tensor *torch_empty_like_dtype(const Tensor *t, ac_dtype dtype);
+/* torch.linspace(start, end, steps): float32, PyTorch's two-sided formula */
+Tensor *torch_linspace(double start, double end, int64_t steps);
 Tensor *torch_arange(int64_t end);                      /* int64, like torch.arange(5) */
 Tensor *torch_arange_float(double start, double end, double step); /* torch.arange(0., 30.) */
 Tensor *torch_clone(Tensor *t);                         /* CloneBackward0 */
@@ -282,6 +289,17 @@ Tensor *torch_add_scalar(Tensor *a, double s);       /* a + s */
 Tensor *torch_sub_scalar(Tensor *a, double s);       /* a - s */
 Tensor *torch_mul_scalar(Tensor *a, double s);       /* a * s */
 Tensor *torch_div_scalar(Tensor *a, double s);       /* a / s */
+/* In place, as x.add_(y) ... x.div_(2): y broadcasts to x's shape (never grows it), the result
+ * is rounded to x's dtype, x's version goes up, and autograd records the op (AddBackward0, ...)
+ * on x's new history; a leaf that requires grad is refused, as PyTorch does. Returns x. */
+Tensor *torch_add_(Tensor *x, Tensor *y);
+Tensor *torch_sub_(Tensor *x, Tensor *y);
+Tensor *torch_mul_(Tensor *x, Tensor *y);
+Tensor *torch_div_(Tensor *x, Tensor *y);
+Tensor *torch_add_scalar_(Tensor *x, double s);
+Tensor *torch_sub_scalar_(Tensor *x, double s);
+Tensor *torch_mul_scalar_(Tensor *x, double s);
+Tensor *torch_div_scalar_(Tensor *x, double s);
 Tensor *torch_neg(Tensor *a);
 Tensor *torch_exp(Tensor *a);
 Tensor *torch_log(Tensor *a);
@@ -324,6 +342,14 @@ Tensor *torch_sigmoid(Tensor *a);
 Tensor *torch_silu(Tensor *a);                       /* F.silu: x * sigmoid(x) */
 Tensor *torch_softplus(Tensor *a, double beta, double threshold); /* F.softplus(x, beta=1, threshold=20) */
 Tensor *torch_abs(Tensor *a);
+Tensor *torch_sin(Tensor *a);
+Tensor *torch_cos(Tensor *a);
+/* F.mse_loss(input, target): mean of (input - target)^2 (they broadcast), MseLossBackward0 */
+Tensor *torch_mse_loss(Tensor *input, Tensor *target);
+/* torch.equal(a, b): the same shape and the same values (NaN equals nothing);
+ * torch.allclose(a, b, rtol, atol, equal_nan): |a - b| <= atol + rtol |b| everywhere (broadcast) */
+bool torch_equal(const Tensor *a, const Tensor *b);
+bool torch_allclose(const Tensor *a, const Tensor *b, double rtol, double atol, bool equal_nan);
 Tensor *torch_clamp(Tensor *a, double min, double max); /* NAN for None: x.clamp(min=0) -> torch_clamp(x, 0, NAN) */
 Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b); /* condition bool; all three broadcast */
 /* torch.return_types: (values, indices), indices int64 */
@@ -383,6 +409,10 @@ static inline void ac_no_grad_scope_exit(ac_no_grad_scope *s) { torch_no_grad_ex
 #define AC_NO_GRAD_(s) for (ac_no_grad_scope s = {torch_no_grad_enter(), true}; s.once; ac_no_grad_scope_exit(&s), s.once = false)
 #endif
 void torch_zero_grad_(Tensor *t);                    /* t.grad.zero_() if it exists */
+/* g = t.grad; t.grad = None: hands the gradient to you (ac_free it when t is long-lived; an
+ * arena one goes with the arena) and the next backward writes a new one. Writing t->grad = NULL
+ * yourself instead leaves the buffer t reuses: the next backward overwrites it. */
+Tensor *torch_grad_take(Tensor *t);
 void torch_retain_grad(Tensor *t);                   /* t.retain_grad(): a non-leaf's .grad is kept */
 bool torch_retains_grad(const Tensor *t);            /* t.retains_grad */
 bool torch_is_leaf(const Tensor *t);                 /* t.is_leaf */

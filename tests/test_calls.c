@@ -422,6 +422,124 @@ START_TEST(test_call_edges) {
 }
 END_TEST
 
+/* ---- the everyday calls (tests/data/everyday_golden.txt, tests/tools/gen_everyday_golden.py) ---- */
+#define EVERYDAY "everyday_golden.txt"
+
+static Tensor *golden_tensor(const char *name, int ndim, const int64_t *shape) {
+    Golden g = golden(EVERYDAY, name);
+    Tensor *t = torch_empty(ndim, shape, AC_FLOAT32);
+    ck_assert_int_eq(torch_numel(t), g.n);
+    for (int i = 0; i < g.n; i++) ((float *)t->data)[i] = (float)g.v[i];
+    return t;
+}
+
+START_TEST(test_everyday_calls) {
+    /* sin, cos: values 1e-5, gradients 1e-4 relative */
+    Tensor *x = golden_tensor("sin_x", 1, (int64_t[]){13});
+    assert_tensor_golden(torch_sin(x), EVERYDAY, "sin_out", 1e-6, 1e-5);
+    assert_tensor_golden(torch_cos(x), EVERYDAY, "cos_out", 1e-6, 1e-5);
+    Tensor *w = torch_arange_float(1, 14, 1);
+    for (int k = 0; k < 2; k++) {
+        Tensor *xs = torch_requires_grad_(torch_clone(x), true);
+        torch_backward(torch_sum(torch_mul(k ? torch_cos(xs) : torch_sin(xs), w)), NULL);
+        assert_tensor_golden(xs->grad, EVERYDAY, k ? "cos_grad" : "sin_grad", 1e-6, 1e-4);
+    }
+    /* mse_loss */
+    Tensor *a = torch_requires_grad_(golden_tensor("mse_a", 2, (int64_t[]){4, 5}), true);
+    Tensor *b = torch_requires_grad_(golden_tensor("mse_b", 2, (int64_t[]){4, 5}), true);
+    Tensor *loss = torch_mse_loss(a, b);
+    ck_assert_str_eq(torch_grad_fn_name(loss), "MseLossBackward0");
+    assert_tensor_golden(loss, EVERYDAY, "mse_loss", 1e-6, 1e-5);
+    torch_backward(loss, NULL);
+    assert_tensor_golden(a->grad, EVERYDAY, "mse_grad_a", 1e-7, 1e-4);
+    assert_tensor_golden(b->grad, EVERYDAY, "mse_grad_b", 1e-7, 1e-4);
+    /* linspace: PyTorch's float32 values, bit for bit */
+    struct { double s, e; int64_t n; const char *name; } ls[] = {
+        {0, 1, 5, "linspace_5_0.0_1.0"}, {-2.5, 7.25, 11, "linspace_11_-2.5_7.25"}, {0, 1, 1, "linspace_1_0.0_1.0"},
+        {1, 0, 7, "linspace_7_1.0_0.0"}, {0.1, 0.9, 101, "linspace_101_0.1_0.9"}, {-1, 3, 1000, "linspace_1000_-1.0_3.0"},
+        {0, 1, 33, "linspace_33_0.0_1.0"}};
+    for (int k = 0; k < 7; k++) assert_tensor_golden(torch_linspace(ls[k].s, ls[k].e, ls[k].n), EVERYDAY, ls[k].name, 0, 0);
+    ck_assert_int_eq(torch_numel(torch_linspace(0, 1, 0)), 0);
+    EXPECT_ERROR("number of steps must be non-negative", torch_linspace(0, 1, -1));
+    /* in place through autograd, as PyTorch: values and both gradients */
+    Tensor *p = torch_requires_grad_(golden_tensor("inplace_p", 2, (int64_t[]){3, 4}), true);
+    Tensor *q = torch_requires_grad_(golden_tensor("inplace_q", 1, (int64_t[]){4}), true);
+    Tensor *z = torch_mul_scalar(p, 2);
+    int64_t v0 = torch_version(z);
+    torch_add_(z, q);
+    ck_assert_str_eq(torch_grad_fn_name(z), "AddBackward0");
+    ck_assert_int_gt(torch_version(z), v0);
+    torch_mul_(z, q);
+    ck_assert_str_eq(torch_grad_fn_name(z), "MulBackward0");
+    torch_sub_scalar_(z, 1.5);
+    torch_div_(z, torch_add_scalar(q, 3));
+    ck_assert_str_eq(torch_grad_fn_name(z), "DivBackward0");
+    torch_mul_scalar_(z, 0.5);
+    assert_tensor_golden(z, EVERYDAY, "inplace_z", 1e-6, 1e-5);
+    torch_backward(torch_sum(torch_mul(z, torch_reshape(torch_arange_float(1, 13, 1), SHAPE(3, 4)))), NULL);
+    assert_tensor_golden(p->grad, EVERYDAY, "inplace_grad_p", 1e-6, 1e-4);
+    assert_tensor_golden(q->grad, EVERYDAY, "inplace_grad_q", 1e-6, 1e-4);
+    /* what PyTorch refuses */
+    EXPECT_ERROR("add_: a leaf Variable that requires grad is being used in an in-place operation.", torch_add_(p, q));
+    EXPECT_ERROR("output with shape [4] doesn't match the broadcast shape [3, 4]",
+                 torch_add_(torch_zeros(SHAPE(4)), torch_zeros(SHAPE(3, 4))));
+    /* plain tensors: in place, no graph */
+    Tensor *t = torch_ones(SHAPE(2, 2));
+    torch_mul_(torch_add_scalar_(t, 1), torch_full(SHAPE(2), 3));
+    ck_assert(((float *)t->data)[3] == 6.0f && t->grad_fn == NULL);
+}
+END_TEST
+
+/* g = x.grad; x.grad = None: the old gradient keeps its values through the next backward */
+START_TEST(test_grad_set_to_none) {
+    Tensor *w = nn_Parameter(torch_ones(SHAPE(3)));
+    torch_backward(torch_sum(torch_mul_scalar(w, 2)), NULL);
+    Tensor *g = torch_grad_take(w);
+    ck_assert(g && w->grad == NULL && ((float *)g->data)[0] == 2.0f);
+    torch_backward(torch_sum(torch_mul_scalar(w, 5)), NULL);
+    ck_assert(((float *)g->data)[0] == 2.0f);      /* untouched: it is yours now */
+    ck_assert(((float *)w->grad->data)[0] == 5.0f); /* a new gradient, not 2 + 5 */
+    ck_assert(torch_grad_take(torch_ones(SHAPE(1))) == NULL);
+    ac_free(g);
+    ac_free(w);
+}
+END_TEST
+
+START_TEST(test_like_equal_allclose_tri) {
+    Tensor *x = torch_randn(SHAPE(2, 3));
+    Tensor *b = torch_zeros_like_dtype(x, AC_BOOL), *o = torch_ones_like_dtype(x, AC_INT64);
+    ck_assert(b->dtype == AC_BOOL && b->shape[1] == 3 && ((bool *)b->data)[5] == false);
+    ck_assert(o->dtype == AC_INT64 && ((int64_t *)o->data)[4] == 1);
+    Tensor *f = torch_full_like_dtype(x, 2.5, AC_FLOAT64);
+    ck_assert(f->dtype == AC_FLOAT64 && ((double *)f->data)[0] == 2.5);
+    ck_assert(torch_empty_like_dtype(x, AC_INT64)->dtype == AC_INT64);
+    /* torch.equal: shape and values (int 1 equals float 1.0, as PyTorch 1.13 says), NaN never */
+    ck_assert(torch_equal(x, torch_clone(x)));
+    ck_assert(torch_equal(torch_ones(SHAPE(2)), torch_ones_dtype(SHAPE(2), AC_INT64)));
+    ck_assert(!torch_equal(x, torch_reshape(x, SHAPE(3, 2))));
+    ck_assert(!torch_equal(torch_full(SHAPE(1), NAN), torch_full(SHAPE(1), NAN)));
+    ck_assert(torch_equal(torch_T(torch_T(x)), x)); /* through strides */
+    /* torch.allclose(a, b, rtol=1e-5, atol=1e-8) */
+    Tensor *y = torch_add_scalar(x, 1e-7);
+    ck_assert(torch_allclose(x, y, 1e-5, 1e-8, false));
+    ck_assert(!torch_allclose(x, torch_add_scalar(x, 1e-3), 1e-5, 1e-8, false));
+    ck_assert(torch_allclose(torch_full(SHAPE(2), NAN), torch_full(SHAPE(2), NAN), 1e-5, 1e-8, true));
+    ck_assert(!torch_allclose(torch_full(SHAPE(2), NAN), torch_full(SHAPE(2), NAN), 1e-5, 1e-8, false));
+    ck_assert(torch_allclose(torch_ones(SHAPE(3, 2)), torch_ones(SHAPE(2)), 0, 0, false)); /* broadcast */
+    ck_assert(!torch_allclose(torch_full(SHAPE(1), INFINITY), torch_full(SHAPE(1), -INFINITY), 1, 1, false));
+    EXPECT_ERROR("The size of tensor a (3) must match the size of tensor b (2)",
+                 torch_allclose(torch_ones(SHAPE(3)), torch_ones(SHAPE(2)), 1e-5, 1e-8, false));
+    /* tril / triu on bool and int64 (a causal mask built as a bool tensor) */
+    Tensor *m = torch_triu(torch_ones_dtype(SHAPE(3, 3), AC_BOOL), 1);
+    ck_assert(m->dtype == AC_BOOL);
+    const bool *mb = m->data;
+    ck_assert(!mb[0] && mb[1] && mb[2] && !mb[3] && !mb[4] && mb[5] && !mb[6] && !mb[8]);
+    Tensor *li = torch_tril(torch_reshape(torch_arange(9), SHAPE(3, 3)), -1);
+    const int64_t *lp = li->data;
+    ck_assert(lp[0] == 0 && lp[3] == 3 && lp[4] == 0 && lp[6] == 6 && lp[7] == 7 && lp[8] == 0);
+}
+END_TEST
+
 Suite *suite_calls(void) {
     Suite *s = suite_create("PyTorch calls");
     TCase *tc = tcase("calls");
@@ -436,6 +554,9 @@ Suite *suite_calls(void) {
     tcase_add_test(tc, test_generators_and_state);
     tcase_add_test(tc, test_no_grad_scope);
     tcase_add_test(tc, test_call_edges);
+    tcase_add_test(tc, test_everyday_calls);
+    tcase_add_test(tc, test_like_equal_allclose_tri);
+    tcase_add_test(tc, test_grad_set_to_none);
     suite_add_tcase(s, tc);
     return s;
 }

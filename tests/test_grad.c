@@ -161,6 +161,19 @@ FN(relu, torch_relu(x[0]))
 FN(tanh_, torch_tanh(x[0]))
 FN(gelu, torch_gelu(x[0]))
 FN(twice, torch_mul(x[0], x[0])) /* one tensor used twice */
+FN(sin_, torch_sin(x[0]))
+FN(cos_, torch_cos(x[0]))
+FN(mse, torch_mse_loss(x[0], x[1]))
+FN(mse_bcast, torch_mse_loss(x[0], x[1])) /* target broadcast over rows */
+/* in place on a non-leaf: z = 2 a; z.add_(b); z.mul_(b); z.sub_(0.5); z.div_(c); z.mul_(3) */
+static Tensor *inplace_chain_fn(Tensor **x) {
+    Tensor *z = torch_mul_scalar(x[0], 2.0);
+    torch_add_(z, x[1]);
+    torch_mul_(z, x[1]);
+    torch_sub_scalar_(z, 0.5);
+    torch_div_(z, x[2]);
+    return torch_mul_scalar_(z, 3.0);
+}
 
 START_TEST(test_grad_elementwise) {
     CHECK(add, IN(1, 2, 3), IN(2, 3));
@@ -186,6 +199,11 @@ START_TEST(test_grad_elementwise) {
     CHECK(tanh_, IN(1, 6));
     CHECK(gelu, IN(1, 8));
     CHECK(twice, IN(1, 5));
+    CHECK(sin_, IN(1, 7));
+    CHECK(cos_, IN(1, 7));
+    CHECK(mse, IN(1, 3, 4), IN(2, 3, 4));
+    CHECK(mse_bcast, IN(1, 3, 4), IN(2, 4));
+    CHECK(inplace_chain, IN(1, 2, 3), IN(2, 3), AWAY(3, 3));
 }
 END_TEST
 
