@@ -326,9 +326,14 @@ bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names) {
         minx = fmin(minx, g.v[i].x - g.v[i].w / 2);
         maxx = fmax(maxx, g.v[i].x + g.v[i].w / 2);
     }
-    double shift = 20 - minx, width = maxx - minx + 40, height = L.nrank * ROW_H + 10;
+    double shift = 20 - minx, width = maxx - minx + 40, height = L.nrank * ROW_H + 10 + 30; /* + the legend */
+    static const char *const kinds[] = {"the output", "an op (its grad_fn)", "a leaf that requires grad"};
+    double legend_w = 20;
+    for (int k = 0; k < 3; k++) legend_w += 18 + ac_text_columns(kinds[k]) * SVG_CHAR_W + 16;
+    if (legend_w > width) shift += (legend_w - width) / 2, width = legend_w;
     for (int i = 0; i < g.nv; i++) g.v[i].x += shift;
 #define VY(v) (20 + (L.nrank - 1 - (v)->rank) * ROW_H) /* top of a box: inputs at the top */
+    static const char *fill[] = {"#caff70", "#d3d3d3", "#add8e6"}; /* torchviz's: output, op, leaf */
     svg_begin(f, width, height);
     /* edges first, under the boxes: from the bottom of the input to the top of its user */
     for (int k = 0; k < ne; k++) {
@@ -350,7 +355,6 @@ bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names) {
         double ty = VY(t);
         fprintf(f, "<path d=\"M%.1f %.1fl-4 -7h8z\" fill=\"#555555\"/>\n", t->x, ty);
     }
-    static const char *fill[] = {"#caff70", "#d3d3d3", "#add8e6"};
     for (int i = 0; i < g.nv; i++) {
         const Vertex *v = &g.v[i];
         if (v->kind == V_DUMMY) continue;
@@ -359,6 +363,14 @@ bool ac_graph_svg(FILE *f, Tensor *root, nn_TensorList names) {
                 v->x - v->w / 2, y, v->w, h, fill[v->kind]);
         svg_text(f, v->x, y + 15, "middle", NULL, v->label[0]);
         if (v->label[1][0]) svg_text(f, v->x, y + 28, "middle", NULL, v->label[1]);
+    }
+    /* what the colours mean, under the graph (swatches without rx: not boxes of the graph) */
+    double lx = 20, ly = L.nrank * ROW_H + 14;
+    for (int k = 0; k < 3; k++) {
+        fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"12\" height=\"12\" fill=\"%s\" stroke=\"#333333\"/>\n", lx, ly,
+                fill[k]);
+        svg_text(f, lx + 18, ly + 10, "start", NULL, kinds[k]);
+        lx += 18 + ac_text_columns(kinds[k]) * SVG_CHAR_W + 16;
     }
 #undef VY
     svg_end(f);

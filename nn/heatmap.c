@@ -29,6 +29,7 @@ typedef struct {
     int64_t H, Tq, Tk;
     double *v;     /* H*Tq*Tk values */
     bool *masked;  /* drawn as masked */
+    bool masked_inf, masked_causal; /* why: a -inf score, or a zero weight above a causal diagonal */
     double lo, hi; /* the colour scale */
     bool diverging;
 } Grid;
@@ -55,6 +56,7 @@ static void load_grid(Grid *g, Tensor *w, ac_mask_mode mode) {
     ac_check_float(w, "heatmap");
     if (w->ndim < 1 || w->ndim > 3)
         ac_error("heatmap: expected weights of shape (T_k,), (T_q, T_k) or (H, T_q, T_k), got %s", ac_shape_str(w));
+    *g = (Grid){0};
     g->H = w->ndim == 3 ? w->shape[0] : 1;
     g->Tq = w->ndim >= 2 ? w->shape[w->ndim - 2] : 1;
     g->Tk = w->shape[w->ndim - 1];
@@ -73,19 +75,23 @@ static void load_grid(Grid *g, Tensor *w, ac_mask_mode mode) {
         for (int64_t i = 0; i < g->Tq; i++)
             for (int64_t j = 0; j < g->Tk; j++) {
                 double x = p[i * g->Tk + j];
-                g->masked[(h * g->Tq + i) * g->Tk + j] = (isinf(x) && x < 0) || (causal && j > i);
+                bool inf = isinf(x) && x < 0, above = causal && j > i;
+                g->masked[(h * g->Tq + i) * g->Tk + j] = inf || above;
+                g->masked_inf = g->masked_inf || inf;
+                g->masked_causal = g->masked_causal || (above && !inf);
             }
     }
     double lo = INFINITY, hi = -INFINITY;
     for (int64_t i = 0; i < n; i++)
         if (!g->masked[i] && isfinite(g->v[i])) lo = fmin(lo, g->v[i]), hi = fmax(hi, g->v[i]);
     if (!(lo <= hi)) lo = 0, hi = 1; /* nothing finite */
-    g->diverging = lo < 0;
+    g->diverging = lo < 0 && hi > 0; /* both signs: a diverging scale centred on 0 */
     if (g->diverging) {
         double a = fmax(-lo, hi);
         g->lo = -a, g->hi = a;
-    } else {
-        g->lo = 0, g->hi = hi > 0 ? hi : 1;
+    } else { /* the values' own range, so that weights of 0.06-0.19 use the whole ramp */
+        g->lo = lo, g->hi = hi;
+        if (!(g->hi > g->lo)) g->lo = g->hi - 1; /* one value: the top colour */
     }
 }
 
@@ -124,41 +130,49 @@ bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts) {
     }
     double left = 12 + row_w * SVG_CHAR_W + 8, gap = 28;
     double panel_w = g.Tk * cell, panel_h = g.Tq * cell;
-    double top = 10 + (o->title ? 24 : 0) + (g.H > 1 || o->head_titles ? 20 : 0) + col_h * SVG_CHAR_W + 8;
-    double legend_x = left + g.H * panel_w + (g.H - 1) * gap + 24;
-    double legend_h = fmax(panel_h, 120);
+    /* heads in a grid, as near square as it goes: 1, 2 side by side, 3-4 two by two, ... */
+    int64_t cols = g.H <= 2 ? g.H : (int64_t)ceil(sqrt((double)g.H)), rows = (g.H + cols - 1) / cols;
+    bool head_row = g.H > 1 || o->head_titles;
+    double head_top = (head_row ? 20 : 0) + col_h * SVG_CHAR_W + 8; /* above each panel: its title, key labels */
+    double top = 10 + (o->title ? 24 : 0) + head_top;
+    double row_gap = head_top + 16;
+    double grid_w = cols * panel_w + (cols - 1) * gap, grid_h = rows * panel_h + (rows - 1) * row_gap;
+    double legend_x = left + grid_w + 24;
+    double legend_h = fmax(fmin(grid_h, 2 * panel_h + row_gap), 120);
     double width = legend_x + 16 + 8 + 9 * SVG_CHAR_W + 12;
     if (o->title) width = fmax(width, 24 + ac_text_columns(o->title) * 8.6);
-    double height = top + legend_h + 20;
-    bool any_masked = false;
-    for (int64_t i = 0; i < g.H * g.Tq * g.Tk; i++) any_masked = any_masked || g.masked[i];
-    if (any_masked) height += 26, width = fmax(width, left + 20 + 44 * SVG_CHAR_W + 12);
+    double height = top + fmax(grid_h, legend_h) + 20;
+    bool any_masked = g.masked_inf || g.masked_causal;
+    const char *why = g.masked_inf && g.masked_causal ? "masked (a -inf score, or the causal mask's weight 0)"
+                      : g.masked_inf                   ? "masked (a -inf score: after softmax, weight 0)"
+                                                       : "masked (by the causal mask: weight 0)";
+    if (any_masked) height += 26, width = fmax(width, left + 20 + ac_text_columns(why) * SVG_CHAR_W + 12);
 
     svg_begin(f, width, height);
     if (o->title) svg_text(f, 12, 24, "start", "font-size=\"14\" font-weight=\"bold\"", o->title);
     bool tooltips = g.H * g.Tq * g.Tk <= 4096;
     for (int64_t h = 0; h < g.H; h++) {
-        double x0 = left + h * (panel_w + gap);
-        if (g.H > 1 || o->head_titles) {
+        double x0 = left + (h % cols) * (panel_w + gap), y0 = top + (h / cols) * (panel_h + row_gap);
+        if (head_row) {
             char hb[32];
             snprintf(hb, sizeof hb, "head %lld", (long long)h);
-            svg_text(f, x0 + panel_w / 2, top - col_h * SVG_CHAR_W - 14, "middle", "font-weight=\"bold\"",
+            svg_text(f, x0 + panel_w / 2, y0 - col_h * SVG_CHAR_W - 14, "middle", "font-weight=\"bold\"",
                      o->head_titles && o->head_titles[h] ? o->head_titles[h] : hb);
         }
-        /* key labels above the columns, written upwards; query labels left of the rows */
+        /* key labels above the columns, written upwards; query labels left of each row of panels */
         for (int64_t j = 0; j < g.Tk; j += step) {
-            double cx = x0 + (j + 0.5) * cell + 4, cy = top - 6;
+            double cx = x0 + (j + 0.5) * cell + 4, cy = y0 - 6;
             char tr[96];
             snprintf(tr, sizeof tr, "transform=\"rotate(-90 %.1f %.1f)\"", cx, cy);
             svg_text(f, cx, cy, "start", tr, label(o->col_labels, j, buf, sizeof buf));
         }
-        if (h == 0)
+        if (h % cols == 0)
             for (int64_t i = 0; i < g.Tq; i += step)
-                svg_text(f, left - 8, top + (i + 0.5) * cell + 4, "end", NULL, label(o->row_labels, i, buf, sizeof buf));
+                svg_text(f, left - 8, y0 + (i + 0.5) * cell + 4, "end", NULL, label(o->row_labels, i, buf, sizeof buf));
         for (int64_t i = 0; i < g.Tq; i++)
             for (int64_t j = 0; j < g.Tk; j++) {
                 int64_t k = (h * g.Tq + i) * g.Tk + j;
-                double v = g.v[k], x = x0 + j * cell, y = top + i * cell;
+                double v = g.v[k], x = x0 + j * cell, y = y0 + i * cell;
                 bool masked = g.masked[k];
                 rgb c = masked || isnan(v) ? (rgb){217, 217, 217} : colour(&g, v);
                 fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"#%02x%02x%02x\">", x, y,
@@ -184,9 +198,10 @@ bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts) {
                 }
             }
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444444\"/>\n", x0,
-                top, panel_w, panel_h);
+                y0, panel_w, panel_h);
     }
-    /* the legend: 40 steps of the scale, top = hi; ticks at hi, middle, lo */
+    /* the legend: 40 steps of the scale, top = hi; ticks at hi, middle, lo, with one number of
+     * decimals for all three (enough to tell them apart) */
     int steps = 40;
     for (int s = 0; s < steps; s++) {
         double v = g.hi - (g.hi - g.lo) * (s + 0.5) / steps;
@@ -196,18 +211,22 @@ bool ac_heatmap_svg(FILE *f, Tensor *weights, const ac_heatmap_opts *opts) {
     }
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"16\" height=\"%.1f\" fill=\"none\" stroke=\"#444444\"/>\n", legend_x,
             top, legend_h);
-    double ticks[3] = {g.hi, (g.hi + g.lo) / 2, g.lo};
+    double ticks[3] = {g.hi, (g.hi + g.lo) / 2, g.lo}, half = (g.hi - g.lo) / 2;
+    int decimals = half > 0 ? (int)ceil(-log10(half)) + 1 : 2;
+    if (decimals < 0) decimals = 0;
+    if (decimals > 6) decimals = 6;
     for (int t = 0; t < 3; t++) {
         double y = top + legend_h * t / 2;
-        svg_number(buf, sizeof buf, ticks[t]);
+        if (fabs(ticks[t]) >= 1e6) svg_number(buf, sizeof buf, ticks[t]);
+        else snprintf(buf, sizeof buf, "%.*f", decimals, ticks[t] == 0 ? 0.0 : ticks[t]);
         fprintf(f, "<path d=\"M%.1f %.1fh4\" stroke=\"#444444\"/>\n", legend_x + 16, y);
         svg_text(f, legend_x + 24, y + 4, "start", NULL, buf);
     }
     if (any_masked) {
-        double y = top + legend_h + 14;
+        double y = top + fmax(grid_h, legend_h) + 14;
         fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"14\" fill=\"#d9d9d9\"/>\n", left, y);
         fprintf(f, "<path d=\"M%.1f %.1fL%.1f %.1f\" stroke=\"#9a9a9a\"/>\n", left, y + 14, left + 14, y);
-        svg_text(f, left + 20, y + 11, "start", NULL, "masked (by the causal mask: weight 0)");
+        svg_text(f, left + 20, y + 11, "start", NULL, why);
     }
     svg_end(f);
     ac_arena_release(arena);

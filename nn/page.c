@@ -16,12 +16,29 @@ static const char style[] =
     "table.code th{text-align:left;font-weight:600;background:#f3f3f3;padding:4px 8px}\n"
     "table.code td{vertical-align:top;padding:0 8px;font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;"
     "font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}\n"
+    "table.code .nb{white-space:nowrap}\n"
     "table.code td.py{background:#fbf8ef;border-right:2px solid #e5dfc8}table.code td.c{background:#f4f8fb}\n"
     "table.code tr:hover td{background:#fff3b0}\n"
     "pre.out{background:#111;color:#e8e8e8;padding:8px 12px;font-size:12.5px;overflow-x:auto}\n"
     ".figs{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}.figs figure{margin:0}\n"
     ".figs figcaption{font-size:.85em;color:#555}.figs svg{max-width:100%;height:auto}\n"
     "nav ol{columns:2;font-size:.95em}\n";
+
+/* C code, escaped, with each "->" kept whole: a wrapped line never breaks between - and >. */
+static void code_cell(FILE *f, const char *c) {
+    for (const char *p = c; *p;) {
+        const char *arrow = strstr(p, "->");
+        size_t n = arrow ? (size_t)(arrow - p) : strlen(p);
+        char *part = ac_malloc(n + 1);
+        memcpy(part, p, n);
+        part[n] = 0;
+        ac_xml_escape(f, part);
+        free(part);
+        if (!arrow) break;
+        fputs("<span class=\"nb\">-&gt;</span>", f);
+        p = arrow + 2;
+    }
+}
 
 void ac_page_begin(FILE *f, const char *title, const char *intro_html) {
     fputs("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\"/>\n"
@@ -69,7 +86,7 @@ void ac_page_code(FILE *f, const char *caption, const char *left_head, const cha
         fputs("<tr><td class=\"py\">", f);
         ac_xml_escape(f, rows[i].python);
         fputs("</td><td class=\"c\">", f);
-        ac_xml_escape(f, rows[i].c);
+        code_cell(f, rows[i].c);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);

@@ -89,7 +89,7 @@ START_TEST(test_heatmap_causal_weights) {
     a.o.mask = AC_MASK_INF;
     char *plain = render(heat, &a, NULL);
     ck_assert_int_eq(count(plain, "stroke=\"#9a9a9a\" stroke-width=\"1\""), 0);
-    ck_assert_int_eq(count(plain, ">0.00</text>"), 15);
+    ck_assert_int_eq(count(plain, ">0.00</text>"), 15 + 1); /* the cells, and the legend's lowest tick */
     free(svg), free(again), free(plain);
 }
 END_TEST
@@ -105,6 +105,21 @@ START_TEST(test_heatmap_shapes_and_scales) {
     assert_xml(svg, n, "scores heatmap");
     ck_assert_int_eq(count(svg, "stroke=\"#9a9a9a\" stroke-width=\"1\""), 10);
     ck_assert_msg(strstr(svg, "(-inf)</title>") != NULL, "a masked cell's tooltip says -inf");
+    ck_assert_msg(strstr(svg, ">masked (a -inf score: after softmax, weight 0)</text>") && !strstr(svg, "causal mask"),
+                  "raw scores: the key says -inf, not the causal mask's weight 0");
+    free(svg);
+    /* weights of 0.06-0.19 (cross-attention's): the scale spans them, not 0-0.19; the ticks share their decimals */
+    Tensor *narrow = torch_add_scalar(torch_mul_scalar(torch_rand(SHAPE(4, 6)), 0.13), 0.06);
+    float lo = INFINITY, hi = -INFINITY;
+    for (int i = 0; i < 24; i++) lo = fminf(lo, ((float *)narrow->data)[i]), hi = fmaxf(hi, ((float *)narrow->data)[i]);
+    a = (Args){.t = narrow, .o = {.show_values = 0}};
+    svg = render(heat, &a, &n);
+    char tick[64];
+    snprintf(tick, sizeof tick, ">%.3f</text>", (double)lo);
+    ck_assert_msg(strstr(svg, tick) != NULL, "the lowest tick is the least value %s", tick);
+    snprintf(tick, sizeof tick, ">%.3f</text>", (double)hi);
+    ck_assert_msg(strstr(svg, tick) != NULL, "the highest tick is the greatest value %s", tick);
+    ck_assert_msg(strstr(svg, "fill=\"#f7fbff\"") != NULL, "the least value has the ramp's lightest colour");
     free(svg);
     /* one row, several heads side by side, a strided view */
     Tensor *row = torch_softmax(torch_randn(SHAPE(7)), 0);
@@ -116,11 +131,18 @@ START_TEST(test_heatmap_shapes_and_scales) {
     a = (Args){.t = heads, .o = {.show_values = 1}};
     svg = render(heat, &a, &n);
     assert_xml(svg, n, "3-D heatmap");
+    double head_y[4];
     for (int h = 0; h < 4; h++) {
         char want[32];
         snprintf(want, sizeof want, ">head %d</text>", h);
-        ck_assert_msg(strstr(svg, want) != NULL, "%s missing", want);
+        const char *at = strstr(svg, want);
+        ck_assert_msg(at != NULL, "%s missing", want);
+        const char *tag = at;
+        while (tag > svg && strncmp(tag, "<text", 5) != 0) tag--;
+        ck_assert(sscanf(strstr(tag, " y=\"") + 4, "%lf", &head_y[h]) == 1);
     }
+    /* four heads two by two: heads 0 and 1 in one row, 2 and 3 in the next */
+    ck_assert(head_y[0] == head_y[1] && head_y[2] == head_y[3] && head_y[2] > head_y[0]);
     free(svg);
     /* large: no values in the cells (17 > 16), labels thinned so they cannot overlap */
     a = (Args){.t = causal_weights(17), .o = {.show_values = -1}};
@@ -236,7 +258,8 @@ static int assert_no_overlap(const char *svg) {
     int n = 0;
     for (const char *p = strstr(svg, "<rect x=\""); p; p = strstr(p + 1, "<rect x=\"")) {
         double x, y, w, h;
-        if (sscanf(p, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\" rx=\"3\"", &x, &y, &w, &h) == 4 && n < 4096)
+        const char *end = strchr(p, '>'), *rx = strstr(p, " rx=\"3\"");
+        if (rx && rx < end && sscanf(p, "<rect x=\"%lf\" y=\"%lf\" width=\"%lf\" height=\"%lf\"", &x, &y, &w, &h) == 4 && n < 4096)
             r[n][0] = x, r[n][1] = y, r[n][2] = w, r[n][3] = h, n++;
     }
     for (int i = 0; i < n; i++)
@@ -449,7 +472,8 @@ START_TEST(test_article_html) {
     ck_assert_msg(strstr(page, "<td class=\"py\">query_2 = x_2 @ W_query</td><td class=\"c\">Tensor *query_2 = "
                                "torch_matmul(x_2, W_query);</td>") != NULL, "a row of examples/article.c");
     ck_assert_msg(strstr(page, "<td class=\"py\">    keys = x @ self.W_key</td><td class=\"c\">    Tensor *keys = "
-                               "torch_matmul(x, self-&gt;W_key);") != NULL, "a row of the class from nn/attention.c");
+                               "torch_matmul(x, self<span class=\"nb\">-&gt;</span>W_key);") != NULL,
+                  "a row of the class from nn/attention.c, its -> kept from breaking");
     ck_assert_msg(strstr(page, "grad_fn=&lt;SoftmaxBackward0&gt;)") != NULL, "the outputs, escaped");
     ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, "<link") == NULL && strstr(page, " src=") == NULL &&
                       strstr(page, "url(") == NULL && strstr(page, "@import") == NULL,
