@@ -78,5 +78,6 @@ Suite *suite_attention(void);
 Suite *suite_calls(void);
 Suite *suite_error_table(void);
 Suite *suite_tokenizer(void);
+Suite *suite_build(void);
 
 #endif
