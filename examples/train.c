@@ -290,6 +290,7 @@ static const char *check_prompt(const Args *a, const CharText *ct, char buf[8]) 
         return buf;
     }
     size_t plen = strlen(a->prompt), kept = 0, skipped = 0;
+    if (plen == 0) return a->prompt; /* --prompt "": the sample starts from token 0 */
     char missing[200] = "";
     size_t mk = 0;
     for (size_t at = 0; at < plen;) {

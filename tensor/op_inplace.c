@@ -300,7 +300,7 @@ static Tensor *arith_(Tensor *x, Tensor *y, BinFn fn, const char *op, const char
     bool grad = torch_is_grad_enabled() && (x->requires_grad || y->requires_grad);
     Tensor *r = fn(reads_x && grad ? torch_clone(x) : x, y);
     torch_copy_(x, r);
-    if (grad && x->grad_fn) x->grad_fn->name = node; /* what x.grad_fn prints */
+    if (grad && x->grad_fn && !ac_impl(x)->base) x->grad_fn->name = node; /* a view keeps AsStridedBackward0 */
     return x;
 }
 
@@ -314,7 +314,7 @@ static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double
     ac_check_inplace(x, op);
     Tensor *r = fn(x, s); /* a number times x: its backward needs neither old value */
     torch_copy_(x, r);
-    if (torch_is_grad_enabled() && x->requires_grad && x->grad_fn) x->grad_fn->name = node;
+    if (torch_is_grad_enabled() && x->requires_grad && x->grad_fn && !ac_impl(x)->base) x->grad_fn->name = node;
     return x;
 }
 

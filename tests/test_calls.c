@@ -483,6 +483,11 @@ START_TEST(test_everyday_calls) {
     EXPECT_ERROR("add_: a leaf Variable that requires grad is being used in an in-place operation.", torch_add_(p, q));
     EXPECT_ERROR("output with shape [4] doesn't match the broadcast shape [3, 4]",
                  torch_add_(torch_zeros(SHAPE(4)), torch_zeros(SHAPE(3, 4))));
+    /* into a view: the view's grad_fn is AsStridedBackward0 and its base's CopySlices, as PyTorch */
+    Tensor *base = torch_mul_scalar(p, 1.0), *row = torch_select(base, 0, 0);
+    torch_add_scalar_(row, 1.0);
+    ck_assert_str_eq(torch_grad_fn_name(row), "AsStridedBackward0");
+    ck_assert_str_eq(torch_grad_fn_name(base), "CopySlices");
     /* plain tensors: in place, no graph */
     Tensor *t = torch_ones(SHAPE(2, 2));
     torch_mul_(torch_add_scalar_(t, 1), torch_full(SHAPE(2), 3));
