@@ -276,6 +276,13 @@ START_TEST(test_flags_and_builtin_text) {
                   "%s", out);
     free(out);
     remove_dir(dir);
+    /* a picture of a prompt longer than the context says it shows the prompt's end */
+    dir = temp_dir();
+    snprintf(cmd, sizeof cmd, "%s/train --steps 1 --context 4 --attention-svg %s/a.svg --prompt 'Attention lets' 2>&1", b, dir);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "train: --attention-svg shows the last 4 of the prompt's 14 characters (--context 4)"), "%s", out);
+    free(out);
+    remove_dir(dir);
     /* one line, not the usage, after a mistake */
     snprintf(cmd, sizeof cmd, "%s/train --bogus 1 2>&1", b);
     ck_assert_int_eq(run_command(cmd, &out), 2);

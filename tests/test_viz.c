@@ -290,6 +290,8 @@ START_TEST(test_graph_of_selfattention) {
     char *svg = render(gsvg, &a, &n);
     assert_xml(svg, n, "graph");
     ck_assert_int_eq(assert_no_overlap(svg), 12);
+    ck_assert_msg(strstr(svg, ">the output</text>") && strstr(svg, ">an op (its grad_fn)</text>") &&
+                      strstr(svg, ">a leaf that requires grad</text>"), "the key to the colours");
     ck_assert_int_eq(count(svg, "l-4 -7h8z"), 11); /* one arrowhead per edge */
     char *again = render(gsvg, &a, NULL);
     ck_assert_msg(strcmp(svg, again) == 0, "same graph, different bytes");
