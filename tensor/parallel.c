@@ -190,12 +190,24 @@ int ac_parallel_chunks(int64_t n, int64_t grain) {
     return threads_for(n, grain, MAX_THREADS);
 }
 
-/* Takes and runs pieces of job `tag` until none is left (none at all if the job is over). */
-static void run_pieces(uint32_t tag, int slot) {
-    int64_t n = atomic_load_explicit(&pool.n, RELAXED), piece = atomic_load_explicit(&pool.piece, RELAXED);
-    int n_pieces = atomic_load_explicit(&pool.n_pieces, RELAXED);
-    ac_task fn = atomic_load_explicit(&pool.fn, RELAXED);
-    void *ctx = atomic_load_explicit(&pool.ctx, RELAXED);
+/* A job as one thread read it: inside the sequence lock, so all of one job. */
+typedef struct { int64_t n, piece; int n_pieces, slots; ac_task fn; void *ctx; bool quit; } Job;
+
+static Job read_job(void) {
+    return (Job){atomic_load_explicit(&pool.n, RELAXED),     atomic_load_explicit(&pool.piece, RELAXED),
+                 atomic_load_explicit(&pool.n_pieces, RELAXED), atomic_load_explicit(&pool.slots, RELAXED),
+                 atomic_load_explicit(&pool.fn, RELAXED),    atomic_load_explicit(&pool.ctx, RELAXED),
+                 atomic_load_explicit(&pool.quit, RELAXED)};
+}
+
+/* Takes and runs pieces of job `tag` (described by j) until none is left; none
+ * at all if that job is over, since then the tag has moved on or every piece
+ * is taken: j is never used for another job's pieces. */
+static void run_pieces(uint32_t tag, int slot, const Job *j) {
+    int64_t n = j->n, piece = j->piece;
+    int n_pieces = j->n_pieces;
+    ac_task fn = j->fn;
+    void *ctx = j->ctx;
     for (;;) {
         uint64_t c = atomic_load_explicit(&pool.claim, memory_order_acquire);
         if ((uint32_t)(c >> 32) != tag || (int)(uint32_t)c >= n_pieces) return;
@@ -240,13 +252,12 @@ static void *worker(void *arg) {
         }
         if (atomic_load_explicit(&ac_pool_test_delay_us, RELAXED)) /* tests: a worker late here */
             usleep((useconds_t)atomic_load_explicit(&ac_pool_test_delay_us, RELAXED));
-        bool quit = atomic_load_explicit(&pool.quit, RELAXED);
-        int slots = atomic_load_explicit(&pool.slots, RELAXED);
+        Job j = read_job();
         atomic_thread_fence(memory_order_acquire);
         if (atomic_load_explicit(&pool.generation, RELAXED) != g) continue; /* changed while read */
         seen = g;
-        if (quit) break;
-        if (id < slots) run_pieces((uint32_t)(g >> 1), id); /* the job cannot end before its claimed pieces */
+        if (j.quit) break;
+        if (id < j.slots) run_pieces((uint32_t)(g >> 1), id, &j); /* the job cannot end before its claimed pieces */
     }
     atomic_fetch_sub_explicit(&pool.awake, 1, RELAXED);
     ac_shutdown(); /* this worker's arena */
@@ -337,7 +348,8 @@ void ac_parallel_for_max(int64_t n, int64_t grain, int max_slots, ac_task fn, vo
     atomic_store_explicit(&pool.claim, (uint64_t)tag << 32, memory_order_release);
     publish_end();
     in_task = true;
-    run_pieces(tag, 0);
+    Job mine = {n, piece, n_pieces, t, fn, ctx, false};
+    run_pieces(tag, 0, &mine);
     in_task = false;
     /* what is left are pieces workers are running: poll briefly, then sleep until the last is done */
     int64_t until = now_ns() + SPIN_NS;
