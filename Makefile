@@ -27,8 +27,11 @@ TEST_SRC := $(sort $(wildcard tests/*.c))
 B ?= build
 LIB_OBJ := $(LIB_SRC:%.c=$(B)/obj/%.o)
 
-# Builds run in parallel by default (make -j1 for one job at a time).
+# Builds run in parallel by default (make -j1 for one job at a time); a -j
+# given is left as it is, and a sub-make shares its parent's jobs.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || sysctl -n hw.ncpu 2>/dev/null || echo 2)
+endif
 
 # Objects made by another compiler or other flags are not reused: $(B)/flags
 # holds the command line they were made with and changes when it does
