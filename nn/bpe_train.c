@@ -22,14 +22,14 @@
 
 #include "tokenizer_impl.h"
 
+/* A distinct word: its symbols at sym[start .. start + len), its bytes at text[at .. at + bytes). */
+typedef struct { int64_t start, count, at; uint64_t hash; int32_t len, bytes; } word;
+
 typedef struct {
-    int32_t *sym;      /* every distinct word's symbols, one after another */
-    int64_t *start;    /* word w: sym[start[w] .. start[w] + len[w]) */
-    int32_t *len;
-    int64_t *count;    /* how often it occurs */
+    int32_t *sym;  /* every distinct word's symbols, one after another */
+    word *w;       /* in the order they first occur */
     int64_t n, cap, nsym, symcap;
-    uint32_t *slot;    /* open addressing over the words' bytes: w + 1, 0 empty */
-    uint64_t *hash;
+    uint32_t *slot; /* open addressing over the words' bytes: index + 1, 0 empty */
     uint32_t mask;
 } word_set;
 
@@ -45,42 +45,31 @@ static bool grow(void **p, int64_t *cap, int64_t need, size_t elem) {
     return true;
 }
 
-/* Adds one occurrence of word w (its bytes; byte ids from byte_id). */
-static bool add_word(word_set *ws, const char *text, const int64_t *word_text_start, const char *w, size_t m,
-                     const int32_t *byte_id, int64_t **text_start, int64_t *tscap) {
+/* Adds one occurrence of the word at text[at .. at + m) (byte ids from byte_id). */
+static bool add_word(word_set *ws, const char *text, size_t at, size_t m, const int32_t *byte_id) {
+    const char *w = text + at;
     uint64_t h = tok_hash(w, m);
     uint32_t i = (uint32_t)h & ws->mask;
     for (; ws->slot[i]; i = (i + 1) & ws->mask) {
-        int64_t k = ws->slot[i] - 1;
-        if (ws->hash[k] == h && ws->len[k] == (int32_t)m && memcmp(text + word_text_start[k], w, m) == 0) {
-            ws->count[k]++;
+        word *k = &ws->w[ws->slot[i] - 1];
+        if (k->hash == h && k->bytes == (int32_t)m && memcmp(text + k->at, w, m) == 0) {
+            k->count++;
             return true;
         }
     }
-    int64_t c = ws->cap;
-    if (!grow((void **)&ws->start, &c, ws->n + 1, sizeof(int64_t))) return false;
-    c = ws->cap;
-    if (!grow((void **)&ws->len, &c, ws->n + 1, sizeof(int32_t))) return false;
-    c = ws->cap;
-    if (!grow((void **)&ws->count, &c, ws->n + 1, sizeof(int64_t))) return false;
-    c = ws->cap;
-    if (!grow((void **)&ws->hash, &c, ws->n + 1, sizeof(uint64_t))) return false;
-    c = ws->cap;
-    if (!grow((void **)text_start, tscap, ws->n + 1, sizeof(int64_t))) return false;
-    ws->cap = c;
-    if (!grow((void **)&ws->sym, &ws->symcap, ws->nsym + (int64_t)m, sizeof(int32_t))) return false;
-    int64_t k = ws->n++;
-    ws->start[k] = ws->nsym, ws->len[k] = (int32_t)m, ws->count[k] = 1, ws->hash[k] = h;
-    (*text_start)[k] = w - text;
+    if (!grow((void **)&ws->w, &ws->cap, ws->n + 1, sizeof(word)) ||
+        !grow((void **)&ws->sym, &ws->symcap, ws->nsym + (int64_t)m, sizeof(int32_t)))
+        return false;
+    ws->w[ws->n] = (word){ws->nsym, 1, (int64_t)at, h, (int32_t)m, (int32_t)m};
     for (size_t j = 0; j < m; j++) ws->sym[ws->nsym++] = byte_id[(unsigned char)w[j]];
-    ws->slot[i] = (uint32_t)k + 1;
+    ws->slot[i] = (uint32_t)++ws->n;
     if (2 * (uint64_t)ws->n > ws->mask) { /* rehash into twice the slots */
         uint32_t mask = 2 * ws->mask + 1;
         uint32_t *slot = ac_try_malloc(sizeof(uint32_t) * ((size_t)mask + 1));
         if (!slot) return false;
         memset(slot, 0, sizeof(uint32_t) * ((size_t)mask + 1));
         for (int64_t q = 0; q < ws->n; q++) {
-            uint32_t s = (uint32_t)ws->hash[q] & mask;
+            uint32_t s = (uint32_t)ws->w[q].hash & mask;
             while (slot[s]) s = (s + 1) & mask;
             slot[s] = (uint32_t)q + 1;
         }
@@ -91,7 +80,7 @@ static bool add_word(word_set *ws, const char *text, const int64_t *word_text_st
 }
 
 static void word_set_free(word_set *ws) {
-    free(ws->sym), free(ws->start), free(ws->len), free(ws->count), free(ws->slot), free(ws->hash);
+    free(ws->sym), free(ws->w), free(ws->slot);
 }
 
 Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, char *err, size_t errlen) {
@@ -106,7 +95,7 @@ Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, cha
     }
     Tokenizer *t = NULL;
     word_set ws = {0};
-    int64_t *text_start = NULL, tscap = 0, vcap = 0, bcap = 0, lcap = 0;
+    int64_t vcap = 0, bcap = 0, lcap = 0;
     char *vbytes = NULL;
     int64_t *voff = NULL, nbytes = 0;
     int32_t *learned = NULL; /* (left, right) of each merge */
@@ -130,13 +119,11 @@ Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, cha
     if (!(ws.slot = ac_try_malloc(sizeof(uint32_t) * 1024))) goto nomem;
     memset(ws.slot, 0, sizeof(uint32_t) * 1024);
     for (size_t pos = 0; pos < len;) {
-        const char *eot = NULL;
-        for (const char *p = text + pos; (p = memchr(p, '<', len - (size_t)(p - text))); p++)
-            if ((size_t)(text + len - p) >= TOK_EOT_LEN && memcmp(p, TOK_EOT_TEXT, TOK_EOT_LEN) == 0) { eot = p; break; }
+        const char *eot = tok_find_eot(text + pos, len - pos);
         size_t end = eot ? (size_t)(eot - text) : len;
         for (size_t i = pos, e; i < end; i = e) {
             e = pos + tokenizer_next_word(text + pos, end - pos, i - pos);
-            if (!add_word(&ws, text, text_start, text + i, e - i, byte_id, &text_start, &tscap)) goto nomem;
+            if (!add_word(&ws, text, i, e - i, byte_id)) goto nomem;
         }
         pos = eot ? end + TOK_EOT_LEN : len;
     }
@@ -145,7 +132,7 @@ Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, cha
     uint32_t pmask = 1023, gen = 0;
     for (int64_t r = 0; r < num_merges; r++) {
         int64_t distinct = 0;
-        for (int64_t w = 0; w < ws.n; w++) distinct += ws.len[w] > 1 ? ws.len[w] - 1 : 0;
+        for (int64_t w = 0; w < ws.n; w++) distinct += ws.w[w].len > 1 ? ws.w[w].len - 1 : 0;
         if (distinct == 0) break; /* every word is one token */
         if ((int64_t)pmask + 1 < 2 * distinct || !pc) {
             while ((int64_t)pmask + 1 < 2 * distinct) pmask = 2 * pmask + 1;
@@ -157,13 +144,13 @@ Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, cha
         gen++; /* slots of older generations are empty */
         uint32_t order = 0, best = UINT32_MAX;
         for (int64_t w = 0; w < ws.n; w++) {
-            const int32_t *s = ws.sym + ws.start[w];
-            for (int32_t j = 0; j + 1 < ws.len[w]; j++) {
+            const int32_t *s = ws.sym + ws.w[w].start;
+            for (int32_t j = 0; j + 1 < ws.w[w].len; j++) {
                 uint64_t key = ((uint64_t)(uint32_t)s[j] << 32 | (uint32_t)s[j + 1]) + 1;
                 uint32_t h = (uint32_t)((key * 0x9E3779B97F4A7C15ULL) >> 32) & pmask;
                 while (pc[h].gen == gen && pc[h].key != key) h = (h + 1) & pmask;
                 if (pc[h].gen != gen) pc[h] = (pair_count){key, 0, order++, gen};
-                pc[h].count += ws.count[w];
+                pc[h].count += ws.w[w].count;
                 if (best == UINT32_MAX || pc[h].count > pc[best].count ||
                     (pc[h].count == pc[best].count && pc[h].first < pc[best].first))
                     best = h;
@@ -187,12 +174,12 @@ Tokenizer *tokenizer_train(const char *text, size_t len, int64_t num_merges, cha
         if (!grow((void **)&learned, &lcap, 2 * (nl + 1), sizeof(int32_t))) goto nomem;
         learned[2 * nl] = a, learned[2 * nl + 1] = b, nl++;
         for (int64_t w = 0; w < ws.n; w++) { /* merge(ids, pair, idx), word by word */
-            int32_t *s = ws.sym + ws.start[w], k = 0;
-            for (int32_t j = 0; j < ws.len[w]; j++) {
-                if (j + 1 < ws.len[w] && s[j] == a && s[j + 1] == b) s[k++] = id, j++;
+            int32_t *s = ws.sym + ws.w[w].start, k = 0, wl = ws.w[w].len;
+            for (int32_t j = 0; j < wl; j++) {
+                if (j + 1 < wl && s[j] == a && s[j + 1] == b) s[k++] = id, j++;
                 else s[k++] = s[j];
             }
-            ws.len[w] = k;
+            ws.w[w].len = k;
         }
     }
 
@@ -217,7 +204,7 @@ nomem:
     snprintf(err, errlen, "tokenizer: train: not enough memory");
 done:
     word_set_free(&ws);
-    free(text_start), free(vbytes), free(voff), free(learned), free(pc);
+    free(vbytes), free(voff), free(learned), free(pc);
     if (!ok) {
         tokenizer_free(t);
         t = NULL;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chartext.h"
 #include "tokenizer_impl.h"
 #include "unicode.h"
 
@@ -62,9 +63,10 @@ int unicode_class(uint32_t cp) {
 const char *tokenizer_unicode_version(void) { return unicode_version; }
 
 /* ---- UTF-8 ----------------------------------------------------------------------------
- * The well-formed sequences (Unicode table 3-7): the second byte's range
- * depends on the first; no overlong forms, surrogates or code points past
- * U+10FFFF. *need: continuation bytes, [*lo, *hi]: the second byte's range. */
+ * Validation is chartext_utf8_next's. Decoding with U+FFFD needs the
+ * well-formed sequences (Unicode table 3-7) byte by byte: the second byte's
+ * range depends on the first (no overlong forms, surrogates or code points past
+ * U+10FFFF). *need: continuation bytes, [*lo, *hi]: the second byte's range. */
 static bool utf8_lead(unsigned char b, int *need, unsigned char *lo, unsigned char *hi) {
     *lo = 0x80, *hi = 0xBF;
     if (b >= 0xC2 && b <= 0xDF) *need = 1;
@@ -74,16 +76,12 @@ static bool utf8_lead(unsigned char b, int *need, unsigned char *lo, unsigned ch
     return true;
 }
 
-size_t tok_utf8_check(const char *str, size_t n) {
-    const unsigned char *s = (const unsigned char *)str;
+size_t tok_utf8_check(const char *s, size_t n) { /* chartext_utf8_next, with ASCII inline */
     for (size_t i = 0; i < n;) {
-        if (s[i] < 0x80) { i++; continue; }
-        int need;
-        unsigned char lo, hi;
-        if (!utf8_lead(s[i], &need, &lo, &hi) || n - i <= (size_t)need || s[i + 1] < lo || s[i + 1] > hi) return i;
-        for (int k = 2; k <= need; k++)
-            if ((s[i + k] & 0xC0) != 0x80) return i;
-        i += (size_t)need + 1;
+        uint32_t cp;
+        int k = (unsigned char)s[i] < 0x80 ? 1 : chartext_utf8_next(s + i, n - i, &cp);
+        if (k == 0) return i;
+        i += (size_t)k;
     }
     return n;
 }
@@ -451,7 +449,7 @@ static bool encode_piece(Tokenizer *t, const char *s, size_t n, encoder_out *o) 
     return true;
 }
 
-static const char *find_eot(const char *s, size_t n) {
+const char *tok_find_eot(const char *s, size_t n) {
     for (const char *p = s, *end = s + n; (size_t)(end - p) >= TOK_EOT_LEN; p++) {
         p = memchr(p, '<', (size_t)(end - p) - (TOK_EOT_LEN - 1));
         if (!p) return NULL;
@@ -471,7 +469,7 @@ Tensor *tokenizer_encode(Tokenizer *t, const char *text, size_t len, tokenizer_s
     encoder_out o = {0};
     bool ok = true;
     for (size_t pos = 0; ok && pos <= len;) {
-        const char *eot = special == TOKENIZER_SPECIAL_AS_TEXT ? NULL : find_eot(text + pos, len - pos);
+        const char *eot = special == TOKENIZER_SPECIAL_AS_TEXT ? NULL : tok_find_eot(text + pos, len - pos);
         if (eot && special == TOKENIZER_DISALLOW_SPECIAL) {
             snprintf(err, errlen,
                      "encode: Encountered text corresponding to disallowed special token '<|endoftext|>' (at byte %zu)",

@@ -53,6 +53,8 @@ int32_t tok_pair_rank(const Tokenizer *t, int32_t left, int32_t right); /* -1: n
 
 /* The code point at s[i] of text known to be valid UTF-8; *len its bytes. */
 uint32_t tok_utf8_at(const unsigned char *s, size_t i, int *len);
+/* The first "<|endoftext|>" in s[0..n), or NULL. */
+const char *tok_find_eot(const char *s, size_t n);
 /* Validates UTF-8: the offset of the first bad byte, or n. */
 size_t tok_utf8_check(const char *s, size_t n);
 

@@ -84,21 +84,23 @@ _Atomic int ac_pool_test_free_cores = -1; /* tests: pretend this many cores are 
 static pthread_mutex_t dispatch = PTHREAD_MUTEX_INITIALIZER; /* one parallel_for at a time */
 static _Thread_local bool in_task;
 
+static int cpu_count(void) { /* the cores this process may use (OMP_NUM_THREADS aside) */
+#if defined(__linux__)
+    cpu_set_t set;
+    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) return CPU_COUNT(&set);
+#endif
+    long c = sysconf(_SC_NPROCESSORS_ONLN);
+    return c >= 1 ? (int)c : 1;
+}
+
 static int default_threads(void) {
     const char *omp = getenv("OMP_NUM_THREADS");
     if (omp && *omp) {
         long v = strtol(omp, NULL, 10);
         if (v >= 1) return v > MAX_THREADS ? MAX_THREADS : (int)v;
     }
-#if defined(__linux__)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0) {
-        int c = CPU_COUNT(&set);
-        if (c >= 1) return c > MAX_THREADS ? MAX_THREADS : c;
-    }
-#endif
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c >= 1 ? (c > MAX_THREADS ? MAX_THREADS : (int)c) : 1;
+    int c = cpu_count();
+    return c > MAX_THREADS ? MAX_THREADS : c;
 }
 
 int torch_get_num_threads(void) {
@@ -128,15 +130,6 @@ void torch_set_num_threads(int n) {
  * ac_pool_test_free_cores in-process).
  * Elsewhere than Linux: all free. */
 #define LOAD_READINGS 4
-static int cpu_count(void) { /* the cores this process may use (OMP_NUM_THREADS aside) */
-#if defined(__linux__)
-    cpu_set_t set;
-    if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) >= 1) return CPU_COUNT(&set);
-#endif
-    long c = sysconf(_SC_NPROCESSORS_ONLN);
-    return c >= 1 ? (int)c : 1;
-}
-
 static pthread_once_t env_once = PTHREAD_ONCE_INIT;
 static void read_env(void) { /* AC_POOL_FREE_CORES=N: as ac_pool_test_free_cores, for tests of other processes */
     const char *e = getenv("AC_POOL_FREE_CORES");
