@@ -4,6 +4,7 @@
 # `make bench` runs the benchmark workloads, `make install` installs the
 # headers, the static and shared libraries and attention.pc (PREFIX, DESTDIR),
 # `make docs` redraws the README's pictures. Nothing but libc and libm.
+.DEFAULT_GOAL := all
 CC      ?= cc
 OPT     ?= -O3 -g
 # -ffp-contract=off: no multiply-add may be fused, or the random streams and
