@@ -46,7 +46,7 @@ FORCE:
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h optim/optim.h nn/viz.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h nn/gpt.h optim/optim.h nn/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: FORCE all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -121,6 +121,11 @@ valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/g
 	$(VG) ./$(B)/gpt tokenize --tokenizer ../shared/data/gpt2 ../shared/data/the-verdict.txt | $(VG) ./$(B)/gpt tokenize --decode --tokenizer ../shared/data/gpt2 | cmp - ../shared/data/the-verdict.txt
 	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
+	$(VG) ./$(B)/gpt train --tokenizer ../shared/data/gpt2 --data tests/data/tokenizer_corpus.txt --layers 1 --emb-dim 8 \
+	  --heads 2 --context 16 --batch 4 --epochs 1 --eval-freq 8 --sample-tokens 3 --save $(B)/vg-gpt.safetensors \
+	  --plot $(B)/vg-gpt.svg >/dev/null
+	$(VG) ./$(B)/gpt generate --tokenizer ../shared/data/gpt2 --layers 1 --emb-dim 8 --heads 2 --context 16 \
+	  --load $(B)/vg-gpt.safetensors --temperature 1 --top-k 5 --sample-tokens 3 >/dev/null
 
 run: $(B)/train
 	./$(B)/train

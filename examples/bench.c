@@ -7,7 +7,10 @@
  *   long-context  one Adam step of ToyLM V=65 T=4096 B=1 d=128 H=4, fused then explicit attention
  *               (ms/step and peak RSS: the explicit path holds several (B, H, T, T) tensors)
  *   tokenize    GPT-2's tokenizer: vocabulary load, encode cold and warm, decode (no PyTorch counterpart)
- * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all six)
+ *   gpt-124m    one AdamW step of the book's GPTModel (124M config, context 256, dropout 0.1) on 2 x 256 tokens
+ *   gpt-generate  greedy generation of 100 tokens after "Every effort moves you" with the untrained 124M
+ *               model at context 1024, as generate_text_simple does it (tokens/s)
+ * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eight)
  * Timing as workloads.py: warm-up, then the median of `repeat` runs of `iters` steps. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +20,7 @@
 #include <sys/resource.h>
 #endif
 
+#include "gpt.h"
 #include "nn.h"
 #include "optim.h"
 #include "tensor.h"
@@ -136,6 +140,64 @@ static void train(const char *name, int64_t V, int64_t T, int64_t B, int64_t d, 
     ac_shutdown(); /* the arena's blocks back, so that the next workload's peak RSS is its own */
 }
 
+/* ---- gpt-124m, gpt-generate: the book's GPTModel ---------------------------------------------------- */
+
+typedef struct { nn_GPTModel *model; optim_Optimizer *opt; Tensor *x, *y; } GptCtx;
+
+static void gpt_step(void *p) {
+    GptCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    optim_zero_grad(c->opt);                                           /* opt.zero_grad() */
+    torch_backward(gpt_calc_loss_batch(c->x, c->y, c->model), NULL);   /* F.cross_entropy(model(x).flatten(0, 1), y.flatten()).backward() */
+    optim_step(c->opt);                                                /* opt.step() */
+    ac_arena_release(m);
+}
+
+static nn_GPTConfig gpt_cfg(int64_t context) {
+    nn_GPTConfig cfg = GPT_CONFIG_124M;
+    cfg.context_length = context;
+    return cfg;
+}
+
+static void gpt_124m(void) {
+    torch_manual_seed(123);
+    GptCtx c;
+    c.model = nn_GPTModel_new(gpt_cfg(256));                           /* model = gpt_model(); model.train() */
+    c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 4e-4, 0.9, 0.999, 1e-8, 0.1, false);
+    torch_manual_seed(0);
+    ac_mark m = ac_arena_mark();
+    Tensor *data = torch_randint(0, 50257, SHAPE(2, 257));             /* data = torch.randint(0, 50257, (2, 257)) */
+    c.x = ac_persist(torch_slice(data, 1, 0, 256));                    /* x, y = data[:, :-1], data[:, 1:] */
+    c.y = ac_persist(torch_slice(data, 1, 1, 257));
+    ac_arena_release(m);
+    double s = timed(gpt_step, &c, 1, 1, 3);                           /* timed(step, 1, 1, repeat=3) */
+    char f[96];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
+    print_line("gpt-124m", f);
+    ac_free(c.x);
+    ac_free(c.y);
+    optim_free(c.opt);
+    nn_free(&c.model->module);
+    ac_shutdown();
+}
+
+static void gpt_generate_workload(void) {
+    torch_manual_seed(123);
+    nn_GPTModel *model = nn_GPTModel_new(gpt_cfg(1024));
+    nn_eval(&model->module);
+    ac_mark m = ac_arena_mark();
+    Tensor *idx = torch_tensor_long((int64_t[]){6109, 3626, 6100, 345}, SHAPE(1, 4)); /* "Every effort moves you" */
+    double t = now();
+    gpt_generate_text_simple(model, idx, 100, 1024);                    /* generate_text_simple(model, idx, 100, 1024) */
+    double s = now() - t;
+    ac_arena_release(m);
+    char f[96];
+    snprintf(f, sizeof f, "\"tokens_per_s\": %.2f, \"ms_per_token\": %.1f", 100 / s, s * 10);
+    print_line("gpt-generate", f);
+    nn_free(&model->module);
+    ac_shutdown();
+}
+
 /* ---- matmul ------------------------------------------------------------------------------------------- */
 
 typedef struct { Tensor *a, *b; } MatCtx;
@@ -234,7 +296,7 @@ static void tokenize(void) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all six)\n"
+    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eight)\n"
                "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
                "  article       forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
                "  train-tiny    one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
@@ -242,6 +304,8 @@ static void usage(FILE *f) {
                "  matmul        (a @ b).sum().backward() for square n = 128..2048 (GFLOP/s, 6 n^3 per step)\n"
                "  long-context  the same step with T=4096 B=1 d=128 H=4, fused then explicit attention (ms/step,\n"
                "                peak RSS)\n"
+               "  gpt-124m      one AdamW step of the book's GPTModel (124M, context 256) on 2 x 256 tokens (ms/step)\n"
+               "  gpt-generate  100 greedy tokens of the untrained 124M model at context 1024 (tokens/s)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
                "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
@@ -251,7 +315,7 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context", "tokenize"}, *chosen[16];
+    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context", "tokenize", "gpt-124m", "gpt-generate"}, *chosen[16];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -272,7 +336,7 @@ int main(int argc, char **argv) {
         }
     }
     if (n == 0)
-        for (int i = 0; i < 6; i++) chosen[n++] = all[i];
+        for (int i = 0; i < 8; i++) chosen[n++] = all[i];
     for (int i = 0; i < n; i++) {
         const char *w = chosen[i];
         if (strcmp(w, "article") == 0) article();
@@ -280,6 +344,8 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10, false);
         else if (strcmp(w, "matmul") == 0) matmul();
         else if (strcmp(w, "tokenize") == 0) tokenize();
+        else if (strcmp(w, "gpt-124m") == 0) gpt_124m();
+        else if (strcmp(w, "gpt-generate") == 0) gpt_generate_workload();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);

@@ -2,20 +2,31 @@
  * 2-5, as ../shared/pytorch/gpt.py does them in PyTorch.
  *
  *     gpt COMMAND [flags]
+ *       train      chapter 5: pretraining on the-verdict, printing the book's lines
+ *       generate   chapters 4-5: the greedy line of the untrained model, the sampler
  *       tokenize   chapter 2: text to GPT-2 token ids (or back, --decode)
  *
  * Each command is a function cmd_NAME over the flags it shares with the others
- * (parse_flags); chapter 4's model and chapter 5's `train` and `generate`
- * (gpt.py's two commands, with its flags) join them here. */
+ * (parse_flags): gpt.py's flags, with its defaults. Each line of cmd_train and
+ * cmd_generate carries the line of gpt.py it does. */
 #include <errno.h>
+#include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "data.h"
+#include "extend.h"
+#include "gpt.h"
+#include "optim.h"
+#include "safetensors.h"
 #include "tensor.h"
 #include "tokenizer.h"
+#include "viz.h"
 
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
@@ -24,25 +35,58 @@ static void usage(FILE *f) {
     fprintf(f,
             "usage: gpt COMMAND [flags]   The book's GPT (Build a Large Language Model (From Scratch)) in C.\n"
             "\n"
-            "commands:\n"
+            "commands (those of ../shared/pytorch/gpt.py, with its flags, and tokenize):\n"
+            "  train                chapter 5: pretrain GPTModel on --data, printing what the book prints\n"
+            "  generate             chapter 4/5: --prompt and --sample-tokens more, greedy or sampled\n"
             "  tokenize [FILE]      FILE's (stdin's) GPT-2 token ids, separated by single spaces, on one line\n"
             "                       (tiktoken.get_encoding(\"gpt2\").encode(text, allowed_special={\"<|endoftext|>\"}))\n"
             "\n"
-            "flags:\n"
+            "the model (GPT_CONFIG_124M by default; vocab_size 50257):\n"
+            "  --context N          context_length (train: 256, generate: 1024)\n"
+            "  --emb-dim N --heads N --layers N   emb_dim (768), n_heads (12), n_layers (12)\n"
+            "  --drop X             drop_rate (0.1)          --qkv-bias   qkv_bias=True\n"
+            "train:\n"
+            "  --data FILE          the text (default " DEFAULT_DATA ")\n"
+            "  --train-ratio X      the share of the text's characters for training (0.90)\n"
+            "  --batch N --lr X --weight-decay X --epochs N   2, 0.0004, 0.1, 10 (AdamW)\n"
+            "  --eval-freq N --eval-iter N                    evaluate every N steps on N batches (5, 5)\n"
+            "  --prompt TEXT        (train: \"Every effort moves you\"; generate: \"Hello, I am\"; - reads stdin)\n"
+            "  --sample-tokens N    tokens per sample (train: 50 per epoch; generate: 6)\n"
+            "  --log FILE           every step's batch loss: step N loss X\n"
+            "  --save FILE          the model, AdamW and the generator as safetensors at the end (and on Ctrl-C,\n"
+            "                       the last whole step); --load FILE resumes from it, exactly\n"
+            "  --plot FILE.svg      the book's loss figure (train and val loss over epochs, tokens seen on top)\n"
+            "generate:\n"
+            "  --load FILE          the weights (a --save, or a safetensors state_dict with the book's names)\n"
+            "  --temperature X      0 is greedy (default)      --top-k N   keep the N largest logits\n"
+            "  --eos-id N           stop at this token          --seed N   (123) the model's and the sampler's\n"
+            "both:\n"
             "  --tokenizer DIR      GPT-2's encoder.json + vocab.bpe (or vocab.json + merges.txt) (default " DEFAULT_TOKENIZER ")\n"
             "  --tokenizer train:N  instead, learn N BPE merges from --data (GPT-2's pre-tokenizer, minbpe's rule)\n"
-            "  --data FILE          the text train:N learns from (default " DEFAULT_DATA ")\n"
+            "  --threads N          threads inside ops (default: the cores this process may use); the numbers\n"
+            "                       never depend on it\n"
+            "  --exact              exact math (sums in PyTorch's order, no fused multiply-add); default: fast\n"
+            "tokenize:\n"
             "  --save-tokenizer DIR write the tokenizer's encoder.json and vocab.bpe into DIR (it must exist)\n"
-            "  --decode             tokenize: read ids (separated by white space) and write their text\n"
-            "  --special MODE       tokenize: \"<|endoftext|>\" in the text is the special id (allow, the default),\n"
+            "  --decode             read ids (separated by white space) and write their text\n"
+            "  --special MODE       \"<|endoftext|>\" in the text is the special id (allow, the default),\n"
             "                       ordinary text (text), or an error (raise: tiktoken's default)\n"
-            "  -h, --help           this text\n");
+            "  -h, --help           this text\n"
+            "\n"
+            "  gpt train                     the book's chapter 5 run (python3 gpt.py train)\n"
+            "  gpt train --layers 2 --emb-dim 64 --heads 4 --context 32 --epochs 2    a small one, seconds\n"
+            "  gpt generate --temperature 1.4 --top-k 25 --sample-tokens 15\n");
 }
 
 typedef struct {
     const char *command, *file, *tokenizer, *data, *save_tokenizer;
     bool decode;
     tokenizer_special special;
+    /* gpt.py's flags; -1 (or NAN) until given, then the command's default */
+    long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, sample_tokens, top_k, eos_id;
+    double drop, train_ratio, lr, weight_decay, temperature;
+    bool qkv_bias, exact;
+    const char *prompt, *log, *save, *load, *plot;
 } Flags;
 
 static int bad_flags(const char *fmt, const char *arg) {
@@ -52,34 +96,108 @@ static int bad_flags(const char *fmt, const char *arg) {
     return 2;
 }
 
+/* An integer flag's value, all of it, in [min, max]. */
+static bool int_flag(const char *flag, const char *v, long long min, long long max, long long *out) {
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < min || x > max) {
+        fprintf(stderr, "gpt: %s expects an integer from %lld to %lld, got '%s' (gpt --help lists the flags)\n", flag,
+                min, max, v);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+static bool num_flag(const char *flag, const char *v, double min, double max, double *out) {
+    char *end;
+    errno = 0;
+    double x = strtod(v, &end);
+    if (errno || end == v || *end || !(x >= min && x <= max)) {
+        fprintf(stderr, "gpt: %s expects a number from %g to %g, got '%s' (gpt --help lists the flags)\n", flag, min, max,
+                v);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+#define BIG 1000000000000LL /* sizes past this overflow before they could run: nn_GPTConfig_check words them */
+
 /* 0, or the exit status for a usage error (after the message). */
 static int parse_flags(int argc, char **argv, Flags *a) {
-    *a = (Flags){.tokenizer = DEFAULT_TOKENIZER, .data = DEFAULT_DATA, .special = TOKENIZER_ALLOW_SPECIAL};
+    *a = (Flags){.tokenizer = DEFAULT_TOKENIZER, .data = DEFAULT_DATA, .special = TOKENIZER_ALLOW_SPECIAL,
+                 .context = -1, .emb_dim = 768, .heads = 12, .layers = 12, .seed = 123, .batch = 2, .epochs = 10,
+                 .eval_freq = 5, .eval_iter = 5, .sample_tokens = -1, .top_k = -1, .eos_id = -1, .drop = 0.1,
+                 .train_ratio = 0.90, .lr = 0.0004, .weight_decay = 0.1, .temperature = 0.0};
+    static const char *const valued[] = {"--tokenizer", "--data", "--save-tokenizer", "--special", "--context",
+        "--emb-dim", "--heads", "--layers", "--drop", "--seed", "--train-ratio", "--batch", "--lr", "--weight-decay",
+        "--epochs", "--eval-freq", "--eval-iter", "--prompt", "--sample-tokens", "--log", "--save", "--load",
+        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", NULL};
     for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
+        const char *f = argv[i], *v = NULL;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
             usage(stdout);
             exit(ac_finish_output("gpt", 0));
         }
-        bool takes = !strcmp(f, "--tokenizer") || !strcmp(f, "--data") || !strcmp(f, "--save-tokenizer") ||
-                     !strcmp(f, "--special");
-        if (takes && i + 1 >= argc) return bad_flags("%s needs a value", f);
-        if (!strcmp(f, "--tokenizer")) a->tokenizer = argv[++i];
-        else if (!strcmp(f, "--data")) a->data = argv[++i];
-        else if (!strcmp(f, "--save-tokenizer")) a->save_tokenizer = argv[++i];
+        for (int k = 0; valued[k]; k++)
+            if (!strcmp(f, valued[k])) {
+                if (i + 1 >= argc) return bad_flags("%s needs a value", f);
+                v = argv[++i];
+            }
+        bool ok = true;
+        if (!v) {
+            if (!strcmp(f, "--decode")) a->decode = true;
+            else if (!strcmp(f, "--qkv-bias")) a->qkv_bias = true;
+            else if (!strcmp(f, "--exact")) a->exact = true;
+            else if (f[0] == '-' && f[1]) return bad_flags("unknown flag %s", f);
+            else if (!a->command) a->command = f;
+            else if (!a->file) a->file = f;
+            else return bad_flags("one input file at most (got another: %s)", f);
+        } else if (!strcmp(f, "--tokenizer")) a->tokenizer = v;
+        else if (!strcmp(f, "--data")) a->data = v;
+        else if (!strcmp(f, "--save-tokenizer")) a->save_tokenizer = v;
+        else if (!strcmp(f, "--prompt")) a->prompt = v;
+        else if (!strcmp(f, "--log")) a->log = v;
+        else if (!strcmp(f, "--save")) a->save = v;
+        else if (!strcmp(f, "--load")) a->load = v;
+        else if (!strcmp(f, "--plot")) a->plot = v;
         else if (!strcmp(f, "--special")) {
-            const char *m = argv[++i];
-            if (!strcmp(m, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
-            else if (!strcmp(m, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
-            else if (!strcmp(m, "raise")) a->special = TOKENIZER_DISALLOW_SPECIAL;
-            else return bad_flags("--special takes allow, text or raise, not '%s'", m);
-        } else if (!strcmp(f, "--decode")) a->decode = true;
-        else if (f[0] == '-' && f[1]) return bad_flags("unknown flag %s", f);
-        else if (!a->command) a->command = f;
-        else if (!a->file) a->file = f;
-        else return bad_flags("one input file at most (got another: %s)", f);
+            if (!strcmp(v, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
+            else if (!strcmp(v, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
+            else if (!strcmp(v, "raise")) a->special = TOKENIZER_DISALLOW_SPECIAL;
+            else return bad_flags("--special takes allow, text or raise, not '%s'", v);
+        } else if (!strcmp(f, "--context")) ok = int_flag(f, v, 1, BIG, &a->context);
+        else if (!strcmp(f, "--emb-dim")) ok = int_flag(f, v, 1, BIG, &a->emb_dim);
+        else if (!strcmp(f, "--heads")) ok = int_flag(f, v, 1, BIG, &a->heads);
+        else if (!strcmp(f, "--layers")) ok = int_flag(f, v, 1, BIG, &a->layers);
+        else if (!strcmp(f, "--seed")) ok = int_flag(f, v, INT64_MIN, INT64_MAX, &a->seed);
+        else if (!strcmp(f, "--batch")) ok = int_flag(f, v, 1, BIG, &a->batch);
+        else if (!strcmp(f, "--epochs")) ok = int_flag(f, v, 0, BIG, &a->epochs);
+        else if (!strcmp(f, "--eval-freq")) ok = int_flag(f, v, 1, BIG, &a->eval_freq);
+        else if (!strcmp(f, "--eval-iter")) ok = int_flag(f, v, 1, BIG, &a->eval_iter);
+        else if (!strcmp(f, "--sample-tokens")) ok = int_flag(f, v, 1, BIG, &a->sample_tokens);
+        else if (!strcmp(f, "--top-k")) ok = int_flag(f, v, 1, BIG, &a->top_k);
+        else if (!strcmp(f, "--eos-id")) ok = int_flag(f, v, 0, BIG, &a->eos_id);
+        else if (!strcmp(f, "--drop")) ok = num_flag(f, v, 0, 1, &a->drop);
+        else if (!strcmp(f, "--train-ratio")) ok = num_flag(f, v, 0, 1, &a->train_ratio);
+        else if (!strcmp(f, "--lr")) ok = num_flag(f, v, 0, 1e300, &a->lr);
+        else if (!strcmp(f, "--weight-decay")) ok = num_flag(f, v, 0, 1e300, &a->weight_decay);
+        else if (!strcmp(f, "--temperature")) ok = num_flag(f, v, 0, 1e300, &a->temperature);
+        else if (!strcmp(f, "--threads")) {
+            long long t;
+            ok = int_flag(f, v, 1, 1 << 20, &t);
+            if (ok) torch_set_num_threads(t > 256 ? 256 : (int)t);
+        }
+        if (!ok) return 2;
     }
-    if (!a->command) return bad_flags("%s", "give a command: tokenize");
+    if (!a->command) return bad_flags("%s", "give a command: train, generate or tokenize");
+    bool train = !strcmp(a->command, "train");
+    if (a->context < 0) a->context = train ? 256 : 1024;                       /* a.context or (256 if train else 1024) */
+    if (!a->prompt) a->prompt = train ? "Every effort moves you" : "Hello, I am";
+    if (a->sample_tokens < 0) a->sample_tokens = train ? 50 : 6;
+    ac_set_exact(a->exact);
     return 0;
 }
 
@@ -221,7 +339,581 @@ static int cmd_tokenize(const Flags *a) {
     return rc;
 }
 
+/* ---- what the two commands share ------------------------------------------------------------------ */
+
+static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
+
+static void on_signal(int sig) {
+    if (!interrupted) {
+        static const char msg[] = "\ngpt: stopping after this step (again to quit at once)\n";
+        ssize_t w = write(2, msg, sizeof msg - 1);
+        (void)w;
+        interrupted = sig;
+    } else {
+        _exit(128 + sig);
+    }
+}
+
+static void catch_signals(void) {
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+#ifdef SIGHUP
+    signal(SIGHUP, on_signal);
+#endif
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* print(x) of a Python float: the shortest digits that read back as x; fixed notation for decimal
+ * exponents from -4 to 15 (with ".0" when whole), else 1.5e-05 / 1e+16. */
+static const char *py_float(double x, char buf[40]) {
+    if (isnan(x)) return "nan";
+    if (isinf(x)) return x > 0 ? "inf" : "-inf";
+    char e[40];
+    int p = 1;
+    for (; p < 17; p++) { /* the shortest %.{p-1}e that round-trips */
+        snprintf(e, sizeof e, "%.*e", p - 1, x);
+        if (strtod(e, NULL) == x) break;
+    }
+    snprintf(e, sizeof e, "%.*e", p - 1, x);
+    char digits[24], *m = e, *o = digits;
+    bool neg = *m == '-';
+    if (neg) m++;
+    for (; *m && *m != 'e'; m++)
+        if (*m != '.') *o++ = *m;
+    *o = 0;
+    int exp10 = atoi(m + 1), nd = (int)strlen(digits);
+    char *b = buf;
+    if (neg) *b++ = '-';
+    if (exp10 < -4 || exp10 >= 16) {
+        b += sprintf(b, "%c", digits[0]);
+        if (nd > 1) b += sprintf(b, ".%s", digits + 1);
+        sprintf(b, "e%c%02d", exp10 < 0 ? '-' : '+', exp10 < 0 ? -exp10 : exp10);
+    } else if (exp10 < 0) {
+        b += sprintf(b, "0.");
+        for (int i = -1; i > exp10; i--) *b++ = '0';
+        sprintf(b, "%s", digits);
+    } else {
+        for (int i = 0; i <= exp10 || i < nd; i++) {
+            if (i == exp10 + 1) *b++ = '.';
+            *b++ = i < nd ? digits[i] : '0';
+        }
+        if (nd <= exp10 + 1) b += sprintf(b, ".0");
+        *b = 0;
+    }
+    return buf;
+}
+
+/* f"{x:.3f}", nan as Python writes it */
+static const char *py_3f(double x, char buf[40]) {
+    if (isnan(x)) return "nan";
+    snprintf(buf, 40, "%.3f", x);
+    return buf;
+}
+
+static nn_GPTConfig config(const Flags *a) {
+    return (nn_GPTConfig){.vocab_size = 50257, .context_length = a->context, .emb_dim = a->emb_dim,
+                          .n_heads = a->heads, .n_layers = a->layers, .drop_rate = a->drop, .qkv_bias = a->qkv_bias};
+}
+
+static bool check_config(nn_GPTConfig cfg) {
+    char err[512];
+    if (nn_GPTConfig_check(cfg, err, sizeof err)) return true;
+    fprintf(stderr, "gpt: %s\n", err);
+    return false;
+}
+
+static bool check_output(const char *flag, const char *path) {
+    char err[512];
+    if (!path || ac_output_path_check(path, true, err, sizeof err)) return true;
+    fprintf(stderr, "gpt: %s %s\n", flag, err);
+    return false;
+}
+
+/* text_to_token_ids(text, tokenizer): (1, n) int64, NULL after a message */
+static Tensor *text_to_token_ids(const char *text, Tokenizer *tok, const char *what) {
+    char err[512];
+    Tensor *ids = tokenizer_encode(tok, text, strlen(text), TOKENIZER_ALLOW_SPECIAL, err, sizeof err);
+    if (!ids) {
+        fprintf(stderr, "gpt: %s: %s\n", what, err);
+        return NULL;
+    }
+    if (torch_numel(ids) == 0) {
+        fprintf(stderr, "gpt: %s is empty: the model needs at least one token to go on from\n", what);
+        return NULL;
+    }
+    return torch_unsqueeze(ids, 0);                                               /* .unsqueeze(0) */
+}
+
+/* token_ids_to_text(ids, tokenizer) (arena) */
+static char *token_ids_to_text(Tensor *ids, Tokenizer *tok, size_t *len) {
+    char err[512];
+    Tensor *c = torch_contiguous(ids);
+    char *text = tokenizer_decode(tok, c->data, torch_numel(c), len, err, sizeof err);
+    if (!text) ac_error("decode: %s", err);
+    return text;
+}
+
+/* ---- gpt train: chapter 5 --------------------------------------------------------------------------- */
+
+typedef struct { int64_t n, cap; double *epochs, *train, *val; } Curve;
+
+static bool curve_add(Curve *c, double epochs, double tl, double vl) {
+    if (c->n == c->cap) {
+        int64_t cap = c->cap ? 2 * c->cap : 64;
+        double *e = realloc(c->epochs, sizeof(double) * (size_t)cap), *t, *v;
+        if (e) c->epochs = e;
+        t = e ? realloc(c->train, sizeof(double) * (size_t)cap) : NULL;
+        if (t) c->train = t;
+        v = t ? realloc(c->val, sizeof(double) * (size_t)cap) : NULL;
+        if (v) c->val = v;
+        if (!v) return false;
+        c->cap = cap;
+    }
+    c->epochs[c->n] = epochs, c->train[c->n] = tl, c->val[c->n++] = vl;
+    return true;
+}
+
+typedef struct { const Curve *c; double tokens_per_epoch; } CurvePlot;
+
+/* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
+static bool draw_losses(FILE *f, void *u) {
+    const CurvePlot *p = u;
+    ac_series s[2] = {{"Training loss", p->c->n, p->c->epochs, p->c->train},
+                      {"Validation loss", p->c->n, p->c->epochs, p->c->val}};
+    ac_plot_opts o = {.title = "GPTModel on the text (chapter 5)", .xlabel = "Epochs", .ylabel = "Loss",
+                      .x2label = "Tokens seen", .x2_per_x = p->tokens_per_epoch};
+    return ac_plot_svg(f, &o, p->c->n ? 2 : 0, s);
+}
+
+static bool write_losses(const char *path, const Curve *c, double tokens_per_epoch) {
+    CurvePlot p = {c, tokens_per_epoch};
+    if (ac_write_file_atomic(path, draw_losses, &p)) return true;
+    fprintf(stderr, "gpt: cannot write --plot %s: %s\n", path, strerror(errno));
+    return false;
+}
+
+/* Where a run stands: what --save writes beside the weights, AdamW and the generator. */
+typedef struct {
+    int64_t epoch, batches_done, global_step, tokens_seen; /* batches_done: of this epoch's, -1 at its start */
+    DataLoaderIter *it;                                   /* this epoch's order, when batches_done >= 0 */
+    int64_t train_windows, batch;
+    const Curve *curve;
+} Position;
+
+static bool save_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt, const Position *p) {
+    ac_mark m = ac_arena_mark();
+    char ep[32], bd[32], gs[32], ts[32], tw[32], bt[32], err[512];
+    snprintf(ep, sizeof ep, "%lld", (long long)p->epoch);
+    snprintf(bd, sizeof bd, "%lld", (long long)p->batches_done);
+    snprintf(gs, sizeof gs, "%lld", (long long)p->global_step);
+    snprintf(ts, sizeof ts, "%lld", (long long)p->tokens_seen);
+    snprintf(tw, sizeof tw, "%lld", (long long)p->train_windows);
+    snprintf(bt, sizeof bt, "%lld", (long long)p->batch);
+    const char *meta[] = {"epoch", ep, "batches_done", bd, "global_step", gs, "tokens_seen", ts,
+                          "train_windows", tw, "batch", bt};
+    const char *names[4];
+    Tensor *tens[4];
+    int n = 0;
+    if (p->batches_done >= 0 && p->it && p->it->order)
+        names[n] = "loader.order", tens[n++] = torch_tensor_long(p->it->order, SHAPE(p->train_windows));
+    int64_t k = p->curve->n;
+    if (k > 0) {
+        names[n] = "curve.epochs", tens[n++] = torch_tensor_double(p->curve->epochs, SHAPE(k));
+        names[n] = "curve.train", tens[n++] = torch_tensor_double(p->curve->train, SHAPE(k));
+        names[n] = "curve.val", tens[n++] = torch_tensor_double(p->curve->val, SHAPE(k));
+    }
+    bool ok = nn_GPTModel_save(path, model, opt, (nn_TensorList){n, names, tens}, 6, meta, err, sizeof err);
+    if (!ok) fprintf(stderr, "gpt: --save: %s\n", err);
+    ac_arena_release(m);
+    return ok;
+}
+
+static bool meta_int(const safetensors_File *f, const char *key, int64_t min, int64_t *out, const char *path) {
+    const char *v = safetensors_meta(f, key);
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < min) {
+        fprintf(stderr, "gpt: --load %s: the metadata's \"%s\" is %s (not a checkpoint of gpt train --save?)\n", path, key,
+                v ? "not a whole number" : "missing");
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+/* --load: the weights, AdamW, the generator and the position; false after a message */
+static bool load_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt, Position *p, DataLoaderIter *it,
+                     Curve *curve) {
+    char err[768];
+    safetensors_File f;
+    if (!nn_GPTModel_load(path, model, opt, &f, err, sizeof err)) {
+        fprintf(stderr, "gpt: --load %s\n", err);
+        return false;
+    }
+    int64_t tw, bt;
+    if (!meta_int(&f, "epoch", 0, &p->epoch, path) || !meta_int(&f, "batches_done", -1, &p->batches_done, path) ||
+        !meta_int(&f, "global_step", -1, &p->global_step, path) || !meta_int(&f, "tokens_seen", 0, &p->tokens_seen, path) ||
+        !meta_int(&f, "train_windows", 0, &tw, path) || !meta_int(&f, "batch", 1, &bt, path))
+        return false;
+    if (tw != p->train_windows || bt != p->batch) {
+        fprintf(stderr, "gpt: --load %s: it was trained on %lld windows in batches of %lld; this run has %lld windows "
+                "in batches of %lld (other --data, --train-ratio, --context or --batch)\n", path, (long long)tw,
+                (long long)bt, (long long)p->train_windows, (long long)p->batch);
+        return false;
+    }
+    if (p->batches_done >= 0) { /* the epoch's order, to go on with it */
+        Tensor *order = safetensors_get(&f, "loader.order");
+        if (!order || order->dtype != AC_INT64 || order->ndim != 1 || order->shape[0] != tw) {
+            fprintf(stderr, "gpt: --load %s: \"loader.order\" is missing or not %lld int64 indices\n", path, (long long)tw);
+            return false;
+        }
+        it->order = ac_malloc(sizeof(int64_t) * (size_t)(tw ? tw : 1));
+        const int64_t *o = order->data;
+        for (int64_t i = 0; i < tw; i++) {
+            if (o[i] < 0 || o[i] >= tw) {
+                free(it->order);
+                it->order = NULL;
+                fprintf(stderr, "gpt: --load %s: \"loader.order\" has index %lld, out of 0..%lld\n", path, (long long)o[i],
+                        (long long)tw - 1);
+                return false;
+            }
+            it->order[i] = o[i];
+        }
+        it->started = true;
+        it->next = p->batches_done;
+    }
+    Tensor *ce = safetensors_get(&f, "curve.epochs"), *ct = safetensors_get(&f, "curve.train"),
+           *cv = safetensors_get(&f, "curve.val");
+    if (ce && ct && cv && ce->dtype == AC_FLOAT64 && ct->dtype == AC_FLOAT64 && cv->dtype == AC_FLOAT64 &&
+        ce->ndim == 1 && torch_numel(ct) == torch_numel(ce) && torch_numel(cv) == torch_numel(ce))
+        for (int64_t i = 0; i < torch_numel(ce); i++)
+            curve_add(curve, ((double *)ce->data)[i], ((double *)ct->data)[i], ((double *)cv->data)[i]);
+    return true;
+}
+
+/* open(path, encoding="utf-8").read(): Python's text mode reads "\r\n" and a lone "\r" as "\n"
+ * (universal newlines), so the windows, the split and every loss are those of gpt.py. */
+static size_t universal_newlines(char *text, size_t len) {
+    size_t o = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '\r') {
+            text[o++] = '\n';
+            if (i + 1 < len && text[i + 1] == '\n') i++;
+        } else {
+            text[o++] = text[i];
+        }
+    }
+    text[o] = 0;
+    return o;
+}
+
+/* The byte where the text's first n characters (code points, as Python's str counts) end. */
+static size_t char_offset(const char *text, size_t len, int64_t n) {
+    size_t i = 0;
+    for (int64_t c = 0; i < len && c < n; c++)
+        do i++;
+        while (i < len && ((unsigned char)text[i] & 0xC0) == 0x80);
+    return i;
+}
+
+static int64_t count_chars(const char *text, size_t len) {
+    int64_t n = 0;
+    for (size_t i = 0; i < len; i++) n += ((unsigned char)text[i] & 0xC0) != 0x80;
+    return n;
+}
+
+/* generate_and_print_sample(model, tokenizer, start_context, max_new_tokens) */
+static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, Tensor *start, int64_t max_new_tokens) {
+    ac_mark m = ac_arena_mark();
+    nn_eval(&model->module);                                                      /* model.eval() */
+    Tensor *ids = gpt_generate_text_simple(model, start, max_new_tokens,         /* ids = generate_text_simple(model, */
+                                           model->pos_emb->weight->shape[0]);     /*   ..., model.pos_emb.weight.shape[0]) */
+    size_t len;
+    char *text = token_ids_to_text(ids, tok, &len);
+    for (size_t i = 0; i < len; i++)                                              /* .replace("\n", " ") */
+        if (text[i] == '\n') text[i] = ' ';
+    fwrite(text, 1, len, stdout);                                                 /* print(..., flush=True) */
+    putchar('\n');
+    fflush(stdout);
+    nn_train(&model->module, true);                                               /* model.train() */
+    ac_arena_release(m);
+}
+
+typedef struct { bool on; double t0; int64_t steps_total, step0; } Live;
+
+static void live_clear(const Live *l) {
+    if (l->on) fputs("\r\033[K", stderr);
+}
+
+static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens_per_step) {
+    if (!l->on) return;
+    double el = now_seconds() - l->t0, done = (double)(step - l->step0);
+    double left = done > 0 ? el / done * (double)(l->steps_total - step) : 0;
+    fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
+            (long long)epochs, (long long)step + 1, (long long)l->steps_total,
+            done * (double)tokens_per_step / (el > 0 ? el : 1e-9), left);
+}
+
+static int cmd_train(const Flags *a) {
+    nn_GPTConfig cfg = config(a);                                                 /* cfg = config(a) */
+    if (!check_config(cfg) || !check_output("--save", a->save) || !check_output("--plot", a->plot) ||
+        !check_output("--log", a->log))
+        return 1;
+    Tokenizer *tok = make_tokenizer(a);                                           /* tokenizer = GPT2Tokenizer(a.tokenizer) */
+    if (!tok) return 1;
+    size_t len;
+    char *text = read_input(a->data, &len);                                       /* with open(a.data, encoding="utf-8") as f: */
+    if (!text) {
+        tokenizer_free(tok);
+        return 1;
+    }
+    len = universal_newlines(text, len);                                          /*     text = f.read() */
+    int rc = 1;
+    char err[768], fb[40];
+    nn_GPTModel *model = NULL;
+    optim_Optimizer *opt = NULL;
+    FILE *log = NULL;
+    Curve curve = {0};
+    DataLoader train_loader = {0}, val_loader = {0};
+    DataLoaderIter it = {0};
+    Tensor *start = text_to_token_ids(a->prompt, tok, "--prompt");
+    start = start ? ac_persist(start) : NULL;
+    if (!start) goto done;
+    /* what the chapter's cells do, in their order (each manual_seed is the book's) */
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
+    model = nn_GPTModel_new(cfg);                                                 /* model = GPTModel(cfg) */
+    torch_Generator after_init = torch_default_generator;
+    nn_eval(&model->module);                                                      /* model.eval() */
+    size_t split = char_offset(text, len, (int64_t)(a->train_ratio * (double)count_chars(text, len))); /* split = int(a.train_ratio * len(text)) */
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
+    train_loader = create_dataloader_v1(text, split, tok, a->batch, a->context,   /* train_loader = create_dataloader_v1(text[:split], */
+                                        a->context, true, true, 0, err, sizeof err); /* ..., shuffle=True, drop_last=True) */
+    if (!train_loader.dataset) {
+        fprintf(stderr, "gpt: --data %s: %s\n", a->data, err);
+        goto done;
+    }
+    val_loader = create_dataloader_v1(text + split, len - split, tok, a->batch,   /* val_loader = create_dataloader_v1(text[split:], */
+                                      a->context, a->context, false, false, 0, err, sizeof err); /* shuffle=False, drop_last=False */
+    if (!val_loader.dataset) {
+        fprintf(stderr, "gpt: --data %s: %s\n", a->data, err);
+        goto done;
+    }
+    int64_t n_train = DataLoader_len(&train_loader);
+    if (n_train == 0) {
+        fprintf(stderr, "gpt: the training part of %s (%lld tokens) holds no batch of %lld windows of %lld+1 tokens: "
+                "the loader yields nothing (a longer text, a smaller --context or --batch, or a larger --train-ratio)\n",
+                a->data, (long long)train_loader.dataset->n_ids, (long long)a->batch, (long long)a->context);
+        goto done;
+    }
+    if (DataLoader_len(&val_loader) == 0)
+        fprintf(stderr, "gpt: warning: the validation part of %s (%lld tokens) is shorter than one window of %lld+1 tokens: "
+                "its loss is nan, as in the book's code\n", a->data, (long long)val_loader.dataset->n_ids, (long long)a->context);
+    Position pos = {.epoch = 0, .batches_done = -1, .global_step = -1, .tokens_seen = 0, .it = &it,
+                    .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
+    if (!a->load) {
+        torch_manual_seed((uint64_t)a->seed);                                     /* torch.manual_seed(a.seed) */
+        bool prev = torch_no_grad_enter();                                        /* with torch.no_grad(): */
+        printf("Training loss: %s\n", py_float(gpt_calc_loss_loader(&train_loader, model, -1), fb));
+        printf("Validation loss: %s\n", py_float(gpt_calc_loss_loader(&val_loader, model, -1), fb));
+        fflush(stdout);
+        torch_no_grad_exit(prev);
+    }
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
+    torch_default_generator = after_init; /* model = GPTModel(cfg): the same seed made the same weights, which */
+    nn_train(&model->module, true);       /* are still untouched; so the generator goes where that leaves it  */
+    opt = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false);
+    if (a->load && !load_run(a->load, model, opt, &pos, &it, &curve)) goto done; /* AdamW(model.parameters(), lr, weight_decay) */
+    if (a->log && !(log = fopen(a->log, a->load ? "a" : "w"))) {                 /* log = open(a.log, "w") */
+        fprintf(stderr, "gpt: cannot open --log %s: %s\n", a->log, strerror(errno));
+        goto done;
+    }
+    catch_signals();
+    double tokens_per_epoch = (double)(n_train * a->batch * a->context);
+    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), now_seconds(), n_train * a->epochs, pos.global_step + 1};
+    double t0 = now_seconds();                                                    /* t0 = time.time() */
+    int64_t tokens_seen = pos.tokens_seen, global_step = pos.global_step;        /* tokens_seen, global_step = 0, -1 */
+    rc = 0;
+    for (int64_t epoch = pos.epoch; epoch < a->epochs && !interrupted; epoch++) { /* for epoch in range(num_epochs): */
+        nn_train(&model->module, true);                                           /*     model.train() */
+        if (!(epoch == pos.epoch && pos.batches_done >= 0)) it = DataLoader_iter(&train_loader);
+        it.loader = &train_loader;
+        Tensor *input_batch, *target_batch;
+        for (;;) {                                                                /*     for input_batch, target_batch in train_loader: */
+            if (interrupted) break;
+            ac_mark m = ac_arena_mark();
+            if (!DataLoaderIter_next(&it, &input_batch, &target_batch)) break;
+            optim_zero_grad(opt);                                                 /*         optimizer.zero_grad() */
+            Tensor *loss = gpt_calc_loss_batch(input_batch, target_batch, model); /*         loss = calc_loss_batch(...) */
+            torch_backward(loss, NULL);                                           /*         loss.backward() */
+            optim_step(opt);                                                      /*         optimizer.step() */
+            tokens_seen += torch_numel(input_batch);                              /*         tokens_seen += input_batch.numel() */
+            global_step += 1;                                                     /*         global_step += 1 */
+            double l = torch_item(loss);
+            if (log) fprintf(log, "step %lld loss %s\n", (long long)global_step, isnan(l) ? "nan" : (snprintf(fb, 40, "%.6f", l), fb));
+            if (global_step % a->eval_freq == 0) {                                /*         if global_step % eval_freq == 0: */
+                double train_loss, val_loss;
+                gpt_evaluate_model(model, &train_loader, &val_loader, a->eval_iter, &train_loss, &val_loss);
+                char b1[40], b2[40];
+                live_clear(&live);
+                printf("Ep %lld (Step %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, (long long)global_step,
+                       py_3f(train_loss, b1), py_3f(val_loss, b2));
+                fflush(stdout);
+                curve_add(&curve, (double)tokens_seen / tokens_per_epoch, train_loss, val_loss);
+                if (a->plot && !write_losses(a->plot, &curve, tokens_per_epoch)) rc = 1;
+            }
+            ac_arena_release(m);
+            live_show(&live, epoch, a->epochs, global_step, a->batch * a->context);
+        }
+        pos = (Position){.epoch = epoch, .batches_done = it.next, .global_step = global_step, .tokens_seen = tokens_seen,
+                         .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
+        if (interrupted && !it.done) break; /* stopped inside the epoch: the save records where */
+        live_clear(&live);
+        generate_and_print_sample(model, tok, start, a->sample_tokens);           /*     generate_and_print_sample(...) */
+        DataLoaderIter_free(&it);
+        pos = (Position){.epoch = epoch + 1, .batches_done = -1, .global_step = global_step, .tokens_seen = tokens_seen,
+                         .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
+    }
+    live_clear(&live);
+    if (log && fclose(log) != 0) {                                                /* log.close() */
+        fprintf(stderr, "gpt: writing --log %s failed\n", a->log);
+        rc = 1;
+    }
+    log = NULL;
+    if (a->plot && curve.n && !write_losses(a->plot, &curve, tokens_per_epoch)) rc = 1;
+    if (interrupted) {
+        bool saved = a->save && save_run(a->save, model, opt, &pos);
+        fprintf(stderr, "gpt: stopped by signal %d after step %lld%s%s\n", (int)interrupted, (long long)global_step,
+                saved ? "; saved to " : "", saved ? a->save : "");
+        rc = a->save && !saved ? 1 : 128 + (int)interrupted;
+        goto done;
+    }
+    torch_Generator at_end = torch_default_generator; /* where a --load of the --save goes on from */
+    fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             /* print(f"(training took ...)", file=sys.stderr) */
+    nn_eval(&model->module);                                                      /* model.eval() */
+    size_t tl;
+    Tensor *ids = gpt_generate_text_simple(model, start, 25, cfg.context_length);
+    printf("Output text:\n %s\n", token_ids_to_text(ids, tok, &tl));              /* print("Output text:\n", token_ids_to_text(ids, tokenizer)) */
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
+    ids = gpt_generate(model, start, 15, cfg.context_length, 1.4, 25, -1);        /* ids = generate(model, ..., 15, ctx, temperature=1.4, top_k=25) */
+    printf("Output text:\n %s\n", token_ids_to_text(ids, tok, &tl));
+    if (a->save) {                                                                /* if a.save: torch.save(model.state_dict(), a.save) */
+        torch_Generator now = torch_default_generator;
+        torch_default_generator = at_end; /* the state after the last epoch, not after the samples */
+        if (!save_run(a->save, model, opt, &pos)) rc = 1;
+        torch_default_generator = now;
+    }
+done:
+    if (log) fclose(log);
+    DataLoaderIter_free(&it);
+    free(curve.epochs), free(curve.train), free(curve.val);
+    if (train_loader.dataset) GPTDatasetV1_free((GPTDatasetV1 *)train_loader.dataset);
+    if (val_loader.dataset) GPTDatasetV1_free((GPTDatasetV1 *)val_loader.dataset);
+    optim_free(opt);
+    if (model) nn_free(&model->module);
+    if (start) ac_free(start);
+    free(text);
+    tokenizer_free(tok);
+    return rc;
+}
+
+/* ---- gpt generate: chapter 4's greedy line, chapter 5's sampler -------------------------------------- */
+
+/* Prints the text as tokens come: what decode gives so far, less a trailing U+FFFD that the next token
+ * may still complete into a character; the rest when it ends. */
+typedef struct { Tokenizer *tok; int64_t *ids, n; size_t printed; } Stream;
+
+static void stream_print(Stream *s, bool final) {
+    ac_mark m = ac_arena_mark();
+    char err[256];
+    size_t len;
+    char *text = tokenizer_decode(s->tok, s->ids, s->n, &len, err, sizeof err);
+    if (!text) ac_error("decode: %s", err);
+    size_t stable = len;
+    if (!final && len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) stable = len - 3;
+    if (stable > s->printed) {
+        fwrite(text + s->printed, 1, stable - s->printed, stdout);
+        s->printed = stable;
+    }
+    fflush(stdout);
+    ac_arena_release(m);
+}
+
+static bool on_token(int64_t token, void *ctx) {
+    Stream *s = ctx;
+    s->ids[s->n++] = token;
+    stream_print(s, false);
+    return !interrupted;
+}
+
+static int cmd_generate(const Flags *a) {
+    nn_GPTConfig cfg = config(a);
+    if (!check_config(cfg)) return 1;
+    Tokenizer *tok = make_tokenizer(a);                                           /* tokenizer = GPT2Tokenizer(a.tokenizer) */
+    if (!tok) return 1;
+    int rc = 1;
+    char *prompt_in = NULL;
+    const char *prompt = a->prompt;
+    if (!strcmp(prompt, "-")) { /* --prompt -: the prompt from stdin */
+        size_t len;
+        prompt_in = read_input(NULL, &len);
+        if (!prompt_in) goto out;
+        if (strlen(prompt_in) != len) {
+            fprintf(stderr, "gpt: the prompt on standard input holds a NUL byte\n");
+            goto out;
+        }
+        prompt = prompt_in;
+    }
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
+    nn_GPTModel *model = nn_GPTModel_new(cfg);                                    /* model = GPTModel(config(a)) */
+    if (a->load) {                                                                /* if a.load: model.load_state_dict(torch.load(a.load)) */
+        char err[768];
+        safetensors_File f;
+        ac_mark m = ac_arena_mark();
+        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
+        ac_arena_release(m);
+        if (!ok) {
+            fprintf(stderr, "gpt: --load %s\n", err);
+            nn_free(&model->module);
+            goto out;
+        }
+    }
+    nn_eval(&model->module);                                                      /* model.eval() */
+    Tensor *idx = text_to_token_ids(prompt, tok, "--prompt");                    /* idx = text_to_token_ids(a.prompt, tokenizer) */
+    if (idx) {
+        int64_t n0 = idx->shape[1];
+        Stream s = {tok, ac_malloc(sizeof(int64_t) * (size_t)(n0 + a->sample_tokens)), 0, 0};
+        memcpy(s.ids, torch_contiguous(idx)->data, sizeof(int64_t) * (size_t)n0);
+        s.n = n0;
+        catch_signals();
+        fputs("Output text: ", stdout);                                           /* print("Output text:", token_ids_to_text(ids, tokenizer)) */
+        stream_print(&s, false);
+        if (a->temperature == 0 && a->top_k < 0 && a->eos_id < 0)                 /* if a.temperature == 0 and a.top_k is None and a.eos_id is None: */
+            gpt_generate_stream(model, idx, a->sample_tokens, a->context, 0.0, 0, -1, on_token, &s); /* generate_text_simple */
+        else {
+            torch_manual_seed((uint64_t)a->seed);                                 /*     torch.manual_seed(a.seed) */
+            gpt_generate_stream(model, idx, a->sample_tokens, a->context, a->temperature, a->top_k, a->eos_id, on_token, &s);
+        }
+        stream_print(&s, true);
+        putchar('\n');
+        free(s.ids);
+        rc = interrupted ? 128 + (int)interrupted : 0;
+        if (interrupted) fprintf(stderr, "gpt: stopped by signal %d after %lld tokens\n", (int)interrupted, (long long)(s.n - n0));
+    }
+    nn_free(&model->module);
+out:
+    free(prompt_in);
+    tokenizer_free(tok);
+    return rc;
+}
+
 static void on_error(ac_error_kind kind, const char *msg, void *user) {
+    fflush(stdout);
     fprintf(stderr, "gpt: %s: %s\n", ac_error_kind_name(kind), msg);
     exit(1);
 }
@@ -232,7 +924,9 @@ int main(int argc, char **argv) {
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
     if (!strcmp(a.command, "tokenize")) rc = cmd_tokenize(&a);
-    else return bad_flags("unknown command '%s': the commands are tokenize", a.command);
+    else if (!strcmp(a.command, "train")) rc = cmd_train(&a);
+    else if (!strcmp(a.command, "generate")) rc = cmd_generate(&a);
+    else return bad_flags("unknown command '%s': the commands are train, generate and tokenize", a.command);
     ac_shutdown();
     return ac_finish_output("gpt", rc); /* output that could not be written is an error, as in coreutils */
 }

@@ -382,7 +382,7 @@ static bool curve_add(Curve *c, long step, double loss) {
 static bool draw_curve(FILE *f, void *u) {
     const Curve *c = u;
     ac_series s[2] = {{"loss", c->n, c->step, c->loss}, {"mean of the last 50 steps", c->n, c->step, c->mean}};
-    ac_plot_opts o = {"training loss (cross-entropy)", "step", "loss"};
+    ac_plot_opts o = {.title = "training loss (cross-entropy)", .xlabel = "step", .ylabel = "loss"};
     return ac_plot_svg(f, &o, c->n ? 2 : 0, s);
 }
 

@@ -163,24 +163,32 @@ Tensor *nn_CrossAttention_forward(nn_CrossAttention *self, Tensor *x_1, Tensor *
 
 static Tensor *mha_fwd(nn_Module *m, Tensor *x) { return nn_MultiHeadAttention_forward((nn_MultiHeadAttention *)m, x); }
 
-nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
-                                                 int64_t num_heads) {
+/* The book's (chapter 3) constructor; toy_lm.py's is the same with dropout 0 and no qkv bias.
+ * Registration order as the book's __init__: W_query, W_key, W_value, out_proj, dropout, mask. */
+nn_MultiHeadAttention *nn_MultiHeadAttention_new_ex(int64_t d_in, int64_t d_out, int64_t context_length,
+                                                    double dropout, int64_t num_heads, bool qkv_bias) {
     if (num_heads < 1) ac_error("MultiHeadAttention: num_heads must be >= 1, got %lld", (long long)num_heads);
-    if (d_out % num_heads != 0)
+    if (d_out % num_heads != 0) /* assert d_out % num_heads == 0, "d_out must be divisible by num_heads" */
         ac_error("MultiHeadAttention: d_out must be divisible by num_heads (d_out=%lld, num_heads=%lld)",
                  (long long)d_out, (long long)num_heads);
     if (context_length < 1) ac_error("MultiHeadAttention: context_length must be >= 1, got %lld", (long long)context_length);
     nn_MultiHeadAttention *a = nn_module_new(sizeof *a, "MultiHeadAttention", mha_fwd);
-    a->num_heads = num_heads;
-    a->head_dim = d_out / num_heads;
+    a->num_heads = num_heads;                               /* self.num_heads = num_heads */
+    a->head_dim = d_out / num_heads;                        /* self.head_dim = d_out // num_heads */
     a->d_out = d_out;
     a->context_length = context_length;
-    a->W_query = (nn_Linear *)nn_register_module(&a->module, "W_query", &nn_Linear_new(d_in, d_out, false)->module);
-    a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key", &nn_Linear_new(d_in, d_out, false)->module);
-    a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value", &nn_Linear_new(d_in, d_out, false)->module);
+    a->W_query = (nn_Linear *)nn_register_module(&a->module, "W_query", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
+    a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
+    a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
     a->out_proj = (nn_Linear *)nn_register_module(&a->module, "out_proj", &nn_Linear_new(d_out, d_out, true)->module);
-    a->mask = causal_buffer(&a->module, context_length);
+    a->dropout = (nn_Dropout *)nn_register_module(&a->module, "dropout", &nn_Dropout_new(dropout)->module);
+    a->mask = causal_buffer(&a->module, context_length); /* register_buffer("mask", triu(ones, diagonal=1)) */
     return a;
+}
+
+nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
+                                                 int64_t num_heads) {
+    return nn_MultiHeadAttention_new_ex(d_in, d_out, context_length, 0.0, num_heads, false);
 }
 
 Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
@@ -196,14 +204,16 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
     Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(self->W_key, x), SHAPE(b, t, h, dh)), 1, 2);
     Tensor *values = torch_transpose(torch_view(nn_Linear_forward(self->W_value, x), SHAPE(b, t, h, dh)), 1, 2);
     Tensor *heads_out;
-    if (self->fused) { /* F.scaled_dot_product_attention(queries, keys, values, is_causal=True) */
-        heads_out = torch_scaled_dot_product_attention(queries, keys, values, NULL, 0.0, true, NAN);
+    if (self->fused) { /* F.scaled_dot_product_attention(queries, keys, values, dropout_p, is_causal=True) */
+        double p = self->module.training ? self->dropout->p : 0.0;
+        heads_out = torch_scaled_dot_product_attention(queries, keys, values, NULL, p, true, NAN);
         self->last_attn_weights = NULL;
     } else {
         Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
         Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
         attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
         Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
+        attn_weights = nn_Dropout_forward(self->dropout, attn_weights); /* self.dropout(...) */
         self->last_attn_weights = attn_weights;
         heads_out = torch_matmul(attn_weights, values);        /* attn_weights @ values */
     }

@@ -175,12 +175,17 @@ typedef struct {
     nn_Module module;
     int64_t num_heads, head_dim, d_out, context_length;
     nn_Linear *W_query, *W_key, *W_value, *out_proj;
+    nn_Dropout *dropout;       /* on the attention weights */
     Tensor *mask;
     Tensor *last_attn_weights; /* (b, h, t, t) weights of the last forward (arena), to look at; NULL when fused */
     bool fused; /* use torch_scaled_dot_product_attention (is_causal), as nn.MultiheadAttention does since 2.0 */
 } nn_MultiHeadAttention;
 nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
                                                  int64_t num_heads);
+/* The book's: MultiHeadAttention(d_in, d_out, context_length, dropout, num_heads, qkv_bias=False),
+ * dropout on the attention weights, a bias on W_query/W_key/W_value when qkv_bias. */
+nn_MultiHeadAttention *nn_MultiHeadAttention_new_ex(int64_t d_in, int64_t d_out, int64_t context_length,
+                                                    double dropout, int64_t num_heads, bool qkv_bias);
 Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x);
 
 #ifdef __cplusplus

@@ -41,7 +41,8 @@ bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_serie
         }
     }
     double xstep = nice_range(&xlo, &xhi, 6), ystep = nice_range(&ylo, &yhi, 5);
-    const double W = 640, H = 400, L = 72, R = 24, T = o->title ? 40 : 20, B = 56;
+    bool top = o->x2_per_x > 0 && isfinite(o->x2_per_x);
+    const double W = 640, H = 400, L = 72, R = 24, T = (o->title ? 40 : 20) + (top ? 40 : 0), B = 56;
     double pw = W - L - R, ph = H - T - B;
 #define PX(x) (L + ((x) - xlo) / (xhi - xlo) * pw)
 #define PY(y) (T + ph - ((y) - ylo) / (yhi - ylo) * ph)
@@ -60,6 +61,16 @@ bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_serie
         fprintf(f, "<path d=\"M%.1f %.1fV%.1f\" stroke=\"#e5e5e5\"/>\n", x, T, T + ph);
         svg_number(buf, sizeof buf, i * xstep);
         svg_text(f, x, T + ph + 16, "middle", NULL, buf);
+    }
+    if (top) { /* the second axis: ticks at its own nice values, mapped back to x */
+        double lo2 = xlo * o->x2_per_x, hi2 = xhi * o->x2_per_x, step2 = nice_step(hi2 - lo2, 6);
+        for (int64_t i = (int64_t)ceil(lo2 / step2 - 1e-9); i * step2 <= hi2 * (1 + 1e-12); i++) {
+            double x = PX(i * step2 / o->x2_per_x);
+            fprintf(f, "<path d=\"M%.1f %.1fv-5\" stroke=\"#444444\"/>\n", x, T);
+            svg_number(buf, sizeof buf, i * step2);
+            svg_text(f, x, T - 8, "middle", NULL, buf);
+        }
+        if (o->x2label) svg_text(f, L + pw / 2, T - 26, "middle", NULL, o->x2label);
     }
     fprintf(f, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"none\" stroke=\"#444444\"/>\n", L, T,
             pw, ph);

@@ -69,7 +69,13 @@ typedef struct {
     int64_t n;         /* points */
     const double *x, *y;
 } ac_series;
-typedef struct { const char *title, *xlabel, *ylabel; } ac_plot_opts;
+typedef struct {
+    const char *title, *xlabel, *ylabel;
+    /* a second x axis along the top (the book's "Tokens seen" over "Epochs"), when x2_per_x > 0:
+     * its value at x is x * x2_per_x, its ticks its own nice numbers */
+    const char *x2label;
+    double x2_per_x;
+} ac_plot_opts;
 /* Up to 8 series; non-finite points are skipped. */
 bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_series *series);
 

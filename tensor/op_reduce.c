@@ -1,5 +1,6 @@
 /* sum and mean, over everything or over some dims (keepdim), with PyTorch's
  * summation orders so that results round like torch's. */
+#include <math.h>
 #include <string.h>
 
 #include "internal.h"
@@ -157,4 +158,94 @@ Tensor *torch_sum_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim) {
 }
 Tensor *torch_mean_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim) {
     return reduce(a, ndims, dims, keepdim, true, false);
+}
+
+/* ---- var and std ---------------------------------------------------------------------------
+ * As ATen's CPU kernel, in double: the mean of each output's elements, then the sum of squared
+ * deviations, divided by n - 1 (unbiased) or n; std is its square root; the result is rounded
+ * to float once. n - correction <= 0 gives nan, as torch does. */
+
+typedef struct { Plan p; bool unbiased, std; ac_saved x, y; Tensor *mean; } VarSaved;
+
+static Tensor *var_backward_grad(const VarSaved *sv, Tensor *x, Tensor *y, Tensor *g) {
+    /* var: g 2 (x - mean) / (n - c);  std: g (x - mean) / ((n - c) std) */
+    double denom = (double)sv->p.count - (sv->unbiased ? 1.0 : 0.0);
+    Tensor *r = ac_new_like(x);
+    const float *xd = ac_cdata(x), *gd = ac_cdata(g), *md = sv->mean->data, *yd = sv->std ? ac_cdata(y) : NULL;
+    float *o = r->data;
+    int64_t gstr[AC_MAX_DIMS], cs[AC_MAX_DIMS];
+    ac_contiguous_strides(sv->p.keep_nd, sv->p.keep_shape, cs);
+    for (int d = 0; d < x->ndim; d++) gstr[d] = sv->p.reduced[d] ? 0 : cs[d];
+    int64_t n = torch_numel(x), idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) {
+        float dev = xd[k] - md[off];
+        o[k] = sv->std ? gd[off] * dev / (float)(denom * yd[off]) : gd[off] * (float)(2.0 / denom) * dev;
+        ac_advance(x->ndim, x->shape, gstr, idx, &off);
+    }
+    return r;
+}
+
+static void var_backward(Node *n, Tensor *g) {
+    const VarSaved *sv = n->ctx;
+    Tensor *x = ac_unpack(n, sv->x), *y = sv->std ? ac_unpack(n, sv->y) : NULL;
+    ac_accum(n->inputs[0], var_backward_grad(sv, x, y, g));
+}
+
+static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim, bool std, bool all) {
+    const char *op = std ? "std" : "var";
+    ac_check_float(a, op);
+    Plan p = plan(a, all ? 0 : ndims, dims, all ? false : keepdim, op);
+    Tensor *x = ac_materialize(a);
+    int64_t nout = ac_shape_numel(p.keep_nd, p.keep_shape), n = torch_numel(x);
+    Tensor *acc = ac_new_zeros(AC_FLOAT64, 1, (int64_t[]){2 * nout}); /* sums, then squared deviations */
+    double *sum = acc->data, *m2 = sum + nout;
+    int64_t ostr[AC_MAX_DIMS], cs[AC_MAX_DIMS];
+    ac_contiguous_strides(p.keep_nd, p.keep_shape, cs);
+    for (int d = 0; d < a->ndim; d++) ostr[d] = p.reduced[d] ? 0 : cs[d];
+    const float *xd = x->data;
+    int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
+    for (int64_t k = 0; k < n; k++) { /* pass 1: sums */
+        sum[off] += xd[k];
+        ac_advance(a->ndim, a->shape, ostr, idx, &off);
+    }
+    Tensor *mean = ac_new(AC_FLOAT32, p.keep_nd, p.keep_shape);
+    float *md = mean->data;
+    for (int64_t i = 0; i < nout; i++) {
+        sum[i] /= (double)p.count;
+        md[i] = (float)sum[i];
+    }
+    memset(idx, 0, sizeof idx);
+    off = 0;
+    for (int64_t k = 0; k < n; k++) { /* pass 2: squared deviations from the double mean */
+        double dev = xd[k] - sum[off];
+        m2[off] += dev * dev;
+        ac_advance(a->ndim, a->shape, ostr, idx, &off);
+    }
+    Tensor *s = ac_new(AC_FLOAT32, p.keep_nd, p.keep_shape);
+    float *o = s->data;
+    double denom = (double)p.count - (unbiased ? 1.0 : 0.0);
+    for (int64_t i = 0; i < nout; i++) {
+        double v = denom > 0 ? m2[i] / denom : NAN; /* n <= correction: no spread to divide */
+        o[i] = (float)(std ? sqrt(v) : v);
+    }
+    int64_t ostride[AC_MAX_DIMS];
+    ac_contiguous_strides(p.out_nd, p.out_shape, ostride);
+    Tensor *out = ac_view_of(s, p.out_nd, p.out_shape, ostride, 0);
+    Node *nd = AC_NODE(std ? "StdBackward0" : "VarBackward0", var_backward, out, a);
+    if (nd) {
+        VarSaved *sv = AC_CTX(nd, VarSaved);
+        *sv = (VarSaved){.p = p, .unbiased = unbiased, .std = std, .mean = mean};
+        sv->x = ac_save(nd, a);
+        sv->y = std ? ac_save(nd, s) : (ac_saved){0};
+    }
+    return out;
+}
+
+Tensor *torch_var(Tensor *a, bool unbiased) { return var_std(a, 0, NULL, unbiased, false, false, true); }
+Tensor *torch_std(Tensor *a, bool unbiased) { return var_std(a, 0, NULL, unbiased, false, true, true); }
+Tensor *torch_var_dim(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim) {
+    return var_std(a, ndims, dims, unbiased, keepdim, false, false);
+}
+Tensor *torch_std_dim(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim) {
+    return var_std(a, ndims, dims, unbiased, keepdim, true, false);
 }

@@ -312,6 +312,12 @@ Tensor *torch_sum(Tensor *a);                        /* SumBackward0 */
 Tensor *torch_sum_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* SumBackward1 */
 Tensor *torch_mean(Tensor *a);                       /* MeanBackward0 */
 Tensor *torch_mean_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* MeanBackward1 */
+/* x.var(dim, unbiased, keepdim) / x.std(...): in double, rounded once (VarBackward0, StdBackward0);
+ * torch_var(x, unbiased) is x.var(unbiased=...) over everything */
+Tensor *torch_var(Tensor *a, bool unbiased);
+Tensor *torch_std(Tensor *a, bool unbiased);
+Tensor *torch_var_dim(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim);
+Tensor *torch_std_dim(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim);
 Tensor *torch_softmax(Tensor *a, int64_t dim);
 Tensor *torch_log_softmax(Tensor *a, int64_t dim);
 Tensor *torch_masked_fill(Tensor *a, Tensor *mask, double value);
@@ -350,6 +356,20 @@ Tensor *torch_mse_loss(Tensor *input, Tensor *target);
  * torch.allclose(a, b, rtol, atol, equal_nan): |a - b| <= atol + rtol |b| everywhere (broadcast) */
 bool torch_equal(const Tensor *a, const Tensor *b);
 bool torch_allclose(const Tensor *a, const Tensor *b, double rtol, double atol, bool equal_nan);
+/* a < b, a > b, a <= b, a >= b, a == b, a != b: bool, broadcast, no gradient; a float side makes
+ * both float32 first, as torch's promotion (x < 0.1 compares with (float)0.1) */
+Tensor *torch_lt(Tensor *a, Tensor *b);
+Tensor *torch_gt(Tensor *a, Tensor *b);
+Tensor *torch_le(Tensor *a, Tensor *b);
+Tensor *torch_ge(Tensor *a, Tensor *b);
+Tensor *torch_eq(Tensor *a, Tensor *b);
+Tensor *torch_ne(Tensor *a, Tensor *b);
+Tensor *torch_lt_scalar(Tensor *a, double s);
+Tensor *torch_gt_scalar(Tensor *a, double s);
+Tensor *torch_le_scalar(Tensor *a, double s);
+Tensor *torch_ge_scalar(Tensor *a, double s);
+Tensor *torch_eq_scalar(Tensor *a, double s);
+Tensor *torch_ne_scalar(Tensor *a, double s);
 Tensor *torch_clamp(Tensor *a, double min, double max); /* NAN for None: x.clamp(min=0) -> torch_clamp(x, 0, NAN) */
 Tensor *torch_where(Tensor *condition, Tensor *a, Tensor *b); /* condition bool; all three broadcast */
 /* torch.return_types: (values, indices), indices int64 */

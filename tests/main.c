@@ -27,6 +27,7 @@ int main(void) {
     srunner_add_suite(sr, suite_calls());
     srunner_add_suite(sr, suite_error_table());
     srunner_add_suite(sr, suite_tokenizer());
+    srunner_add_suite(sr, suite_gpt());
     srunner_add_suite(sr, suite_build());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);

@@ -18,8 +18,11 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "gpt.h"
 #include "internal.h"
 #include "tests.h"
+
+static nn_GPTLayerNorm *book_ln;
 
 #define H (1.0 / 64.0)
 
@@ -488,6 +491,35 @@ START_TEST(test_grad_pytorch_calls) {
 }
 END_TEST
 
+/* ---- the book's GPT: var and std, its LayerNorm and tanh GELU op by op, where with a 0-d side ---- */
+FN(var_last_biased, torch_var_dim(x[0], 1, (int64_t[]){-1}, false, true))
+FN(var_first_unbiased, torch_var_dim(x[0], 1, (int64_t[]){0}, true, false))
+FN(var_two_dims, torch_var_dim(x[0], 2, (int64_t[]){0, 2}, true, true))
+FN(var_all, torch_var(x[0], true))
+FN(std_last, torch_std_dim(x[0], 1, (int64_t[]){-1}, false, false))
+FN(std_all, torch_std(x[0], true))
+FN(book_layernorm, (nn_GPTLayerNorm_forward(book_ln, x[0])))
+FN(book_gelu, nn_GPTGELU_forward(NULL, x[0]))
+FN(where_0d, torch_where(torch_gt_scalar(x[0], 0.1), torch_scalar_tensor(-2.5), torch_mul(x[0], x[1])))
+
+START_TEST(test_grad_book_ops) {
+    CHECK(var_last_biased, IN(1, 3, 5));
+    CHECK(var_first_unbiased, IN(2, 4, 3));
+    CHECK(var_two_dims, IN(3, 3, 2, 4));
+    CHECK(var_all, IN(4, 7));
+    CHECK(std_last, IN(5, 2, 6));
+    CHECK(std_all, IN(6, 3, 3));
+    book_ln = nn_GPTLayerNorm_new(6);
+    ((float *)book_ln->scale->data)[1] = 1.5f; /* scale and shift not 1 and 0: their gradients count */
+    ((float *)book_ln->shift->data)[2] = -0.25f;
+    Tensor *y = IN(7, 2, 3, 6);
+    CHECK(book_layernorm, y);
+    CHECK(book_gelu, input(8, -3.0, 3.0, SHAPE(4, 5)));
+    CHECK(where_0d, IN(9, 3, 4), IN(10, 3, 4));
+    nn_free(&book_ln->module);
+}
+END_TEST
+
 START_TEST(test_checker_catches_a_wrong_backward) {
     Tensor *a[] = {IN(1, 6)};
     ck_assert_msg(gradcheck_ratio("wrong_square", wrong_square_fn, 1, a, false) > 10.0, "the checker missed a wrong backward");
@@ -510,6 +542,7 @@ Suite *suite_grad(void) {
     tcase_add_test(tc, test_grad_nn_ops);
     tcase_add_test(tc, test_grad_attention_block);
     tcase_add_test(tc, test_grad_pytorch_calls);
+    tcase_add_test(tc, test_grad_book_ops);
     tcase_add_test(tc, test_checker_catches_a_wrong_backward);
     suite_add_tcase(s, tc);
     return s;

@@ -234,7 +234,7 @@ START_TEST(test_writers_escape_hostile_labels) {
         /* plot: hostile title, axis labels and series names */
         double x[3] = {1, 2, 3}, yv[3] = {3, 1, 2};
         ac_series s[2] = {{hostile_label(), 3, x, yv}, {hostile_label(), 3, x, x}};
-        a.po = (ac_plot_opts){hostile_label(), hostile_label(), hostile_label()};
+        a.po = (ac_plot_opts){hostile_label(), hostile_label(), hostile_label(), hostile_label(), 1000.0};
         a.ns = 2, a.s = s;
         svg = render(plot, &a, &n);
         assert_xml(svg, n, "plot with hostile labels");

@@ -78,6 +78,7 @@ Suite *suite_attention(void);
 Suite *suite_calls(void);
 Suite *suite_error_table(void);
 Suite *suite_tokenizer(void);
+Suite *suite_gpt(void);
 Suite *suite_build(void);
 
 #endif

@@ -1,0 +1,135 @@
+/* The GPT of "Build a Large Language Model (From Scratch)", chapters 4 and 5, as
+ * ../shared/pytorch/gpt.py writes it: the same classes, attribute names (so the
+ * state_dict keys match: trf_blocks.0.att.W_query.weight, final_norm.scale, ...),
+ * forward op by op, and the same random draws in the same order.
+ *
+ *     Python                                        C
+ *     GPT_CONFIG_124M = {"vocab_size": 50257, ...}  nn_GPTConfig cfg = GPT_CONFIG_124M;
+ *     model = GPTModel(cfg)                         nn_GPTModel *model = nn_GPTModel_new(cfg);
+ *     logits = model(in_idx)                        Tensor *logits = nn_GPTModel_forward(model, in_idx);
+ *     model.trf_blocks[0].att                       nn_GPTModel_block(model, 0)->att
+ *     generate_text_simple(model, idx, 6, 1024)     gpt_generate_text_simple(model, idx, 6, 1024)
+ *     generate(model, idx, 15, 256, 1.4, 25, None)  gpt_generate(model, idx, 15, 256, 1.4, 25, -1)
+ *     calc_loss_batch(x, y, model)                  gpt_calc_loss_batch(x, y, model)
+ *     calc_loss_loader(loader, model, 5)            gpt_calc_loss_loader(loader, model, 5)
+ */
+#ifndef ATTENTION_GPT_H
+#define ATTENTION_GPT_H
+
+#include "data.h"
+#include "nn.h"
+#include "optim.h"
+#include "safetensors.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The book's config dict, key for key. */
+typedef struct {
+    int64_t vocab_size, context_length, emb_dim, n_heads, n_layers;
+    double drop_rate;
+    bool qkv_bias;
+} nn_GPTConfig;
+
+/* GPT_CONFIG_124M: 163,009,536 parameters (the output head not tied to tok_emb) */
+#define GPT_CONFIG_124M ((nn_GPTConfig){.vocab_size = 50257, .context_length = 1024, .emb_dim = 768, \
+                                        .n_heads = 12, .n_layers = 12, .drop_rate = 0.1, .qkv_bias = false})
+
+/* Checks what the constructors would refuse or overflow on (sizes >= 1, emb_dim % n_heads,
+ * 0 <= drop_rate <= 1, the parameter count within int64 and memory sizes); false and the
+ * reason in err, the config's own words ("emb_dim (770) must be divisible by n_heads (12)"). */
+bool nn_GPTConfig_check(nn_GPTConfig cfg, char *err, size_t errlen);
+int64_t nn_GPTConfig_num_parameters(nn_GPTConfig cfg);
+
+/* class LayerNorm(nn.Module): scale * ((x - mean) / sqrt(var + eps)) + shift, op by op, eps 1e-5
+ * (var biased), parameters "scale" (ones) and "shift" (zeros) */
+typedef struct { nn_Module module; double eps; Tensor *scale, *shift; } nn_GPTLayerNorm;
+nn_GPTLayerNorm *nn_GPTLayerNorm_new(int64_t emb_dim);
+Tensor *nn_GPTLayerNorm_forward(nn_GPTLayerNorm *self, Tensor *x);
+
+/* class GELU(nn.Module): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), op by op */
+typedef struct { nn_Module module; } nn_GPTGELU;
+nn_GPTGELU *nn_GPTGELU_new(void);
+Tensor *nn_GPTGELU_forward(nn_GPTGELU *self, Tensor *x);
+
+/* class FeedForward(nn.Module): layers = Sequential(Linear(e, 4e), GELU(), Linear(4e, e)) */
+typedef struct { nn_Module module; nn_Sequential *layers; } nn_FeedForward;
+nn_FeedForward *nn_FeedForward_new(nn_GPTConfig cfg);
+Tensor *nn_FeedForward_forward(nn_FeedForward *self, Tensor *x);
+
+/* class TransformerBlock(nn.Module): att, ff, norm1, norm2, drop_shortcut;
+ * x = x + drop_shortcut(att(norm1(x))); x = x + drop_shortcut(ff(norm2(x))) */
+typedef struct {
+    nn_Module module;
+    nn_MultiHeadAttention *att;
+    nn_FeedForward *ff;
+    nn_GPTLayerNorm *norm1, *norm2;
+    nn_Dropout *drop_shortcut;
+} nn_TransformerBlock;
+nn_TransformerBlock *nn_TransformerBlock_new(nn_GPTConfig cfg);
+Tensor *nn_TransformerBlock_forward(nn_TransformerBlock *self, Tensor *x);
+
+/* class GPTModel(nn.Module): tok_emb, pos_emb, drop_emb, trf_blocks (Sequential of n_layers
+ * TransformerBlock), final_norm, out_head (Linear(emb_dim, vocab_size, bias=False));
+ * forward(in_idx (b, t) int64) -> logits (b, t, vocab_size) */
+typedef struct {
+    nn_Module module;
+    nn_GPTConfig cfg;
+    nn_Embedding *tok_emb, *pos_emb;
+    nn_Dropout *drop_emb;
+    nn_Sequential *trf_blocks;
+    nn_GPTLayerNorm *final_norm;
+    nn_Linear *out_head;
+} nn_GPTModel;
+nn_GPTModel *nn_GPTModel_new(nn_GPTConfig cfg); /* ac_error on a config nn_GPTConfig_check refuses */
+Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx);
+nn_TransformerBlock *nn_GPTModel_block(nn_GPTModel *self, int i); /* model.trf_blocks[i] */
+
+/* ---- chapters 4 and 5: generating, losses ------------------------------------------------ */
+
+/* generate_text_simple: greedy, max_new_tokens times: logits = model(idx[:, -context_size:])[:, -1, :],
+ * idx = cat(idx, argmax); under no_grad. idx (b, t) int64; returns (b, t + max_new_tokens). */
+Tensor *gpt_generate_text_simple(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size);
+
+/* generate: chapter 5's sampler: top_k (0 or less: None) keeps the k largest logits
+ * (where(logits < top_logits[:, -1], -inf, logits)), temperature > 0 samples
+ * multinomial(softmax(logits / temperature)), else argmax; stops before eos_id (< 0: None).
+ * A callback, when given, sees each new token as it is made (streaming); it returns false to stop. */
+typedef bool (*gpt_token_fn)(int64_t token, void *ctx);
+Tensor *gpt_generate(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                     double temperature, int64_t top_k, int64_t eos_id);
+Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                            double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx);
+
+/* cross_entropy(model(x).flatten(0, 1), y.flatten()) */
+Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model);
+/* the mean of the first num_batches (< 0: all) batch losses, summed as doubles; nan for an empty loader */
+double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_batches);
+/* model.eval(); both losses under no_grad; model.train() */
+void gpt_evaluate_model(nn_GPTModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,
+                        double *train_loss, double *val_loss);
+
+/* ---- checkpoints (nn/gpt_checkpoint.c) ----------------------------------------------------------
+ * safetensors: the state_dict under the book's names (trf_blocks.0.att.W_query.weight, ...; the
+ * att.mask buffers too, as torch's state_dict has them), then, when opt is given, AdamW's state as
+ * "optim.state.<i>.<name>" and the generator as "rng_state"; in the metadata "format"
+ * ("attention.c GPTModel"), "config" (vocab_size context_length emb_dim n_heads n_layers drop_rate
+ * qkv_bias) and the caller's n_meta key/value pairs and extra tensors (a resumable position).
+ * Saved to PATH.tmp, synced, renamed over PATH. */
+bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt, nn_TensorList extra, int n_meta,
+                      const char *const *meta_kv, char *err, size_t errlen);
+/* Reads PATH into f (arena) and checks it against model (and opt when given): the config in the
+ * metadata when there is one (a file without "format", such as PyTorch's safetensors of a
+ * state_dict, is taken on its names and shapes alone), every state_dict name and shape, the optimizer
+ * state and rng_state when opt is given. Then, only when all of it fits, copies the weights (and
+ * the optimizer state and the generator). False and the reason (a key's name, the two configs) in err,
+ * nothing changed. */
+bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
+                      size_t errlen);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,116 @@
+/* The book's GPTModel to and from safetensors (gpt.h): the weights under the
+ * state_dict's names, optionally AdamW's state and the generator, so that a
+ * run can resume where it stopped. */
+#include <stdio.h>
+#include <string.h>
+
+#include "extend.h"
+#include "gpt.h"
+
+#define FORMAT "attention.c GPTModel"
+
+static void config_str(nn_GPTConfig c, char *buf, size_t len) {
+    snprintf(buf, len, "%lld %lld %lld %lld %lld %.17g %d", (long long)c.vocab_size, (long long)c.context_length,
+             (long long)c.emb_dim, (long long)c.n_heads, (long long)c.n_layers, c.drop_rate, c.qkv_bias ? 1 : 0);
+}
+
+static void config_words(nn_GPTConfig c, char *buf, size_t len) {
+    snprintf(buf, len, "vocab_size %lld, context_length %lld, emb_dim %lld, n_heads %lld, n_layers %lld, qkv_bias %s",
+             (long long)c.vocab_size, (long long)c.context_length, (long long)c.emb_dim, (long long)c.n_heads,
+             (long long)c.n_layers, c.qkv_bias ? "True" : "False");
+}
+
+bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt, nn_TensorList extra, int n_meta,
+                      const char *const *meta_kv, char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    nn_TensorList sd = nn_state_dict(&model->module);
+    nn_TensorList os = opt ? optim_state_dict(opt) : (nn_TensorList){0};
+    int n = sd.n + os.n + (opt ? 1 : 0) + extra.n;
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)n);
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
+    int k = 0;
+    for (int i = 0; i < sd.n; i++, k++) names[k] = sd.names[i], ts[k] = sd.tensors[i];
+    for (int i = 0; i < os.n; i++, k++) {
+        char *nm = ac_arena_alloc(strlen(os.names[i]) + 7);
+        sprintf(nm, "optim.%s", os.names[i]);
+        names[k] = nm, ts[k] = os.tensors[i];
+    }
+    if (opt) names[k] = "rng_state", ts[k++] = torch_get_rng_state();
+    for (int i = 0; i < extra.n; i++, k++) names[k] = extra.names[i], ts[k] = extra.tensors[i];
+    char cfg[256];
+    config_str(model->cfg, cfg, sizeof cfg);
+    const char **meta = ac_arena_alloc(sizeof(char *) * (size_t)(4 + 2 * n_meta));
+    meta[0] = "format", meta[1] = FORMAT, meta[2] = "config", meta[3] = cfg;
+    for (int i = 0; i < 2 * n_meta; i++) meta[4 + i] = meta_kv[i];
+    bool ok = safetensors_save(path, (nn_TensorList){k, names, ts}, 2 + n_meta, meta, err, errlen);
+    ac_arena_release(m);
+    return ok;
+}
+
+static bool parse_config(const char *s, nn_GPTConfig *c) {
+    long long v, ctx, e, h, l;
+    int bias, used = 0;
+    double drop;
+    if (sscanf(s, "%lld %lld %lld %lld %lld %lf %d%n", &v, &ctx, &e, &h, &l, &drop, &bias, &used) != 7 || s[used])
+        return false;
+    *c = (nn_GPTConfig){v, ctx, e, h, l, drop, bias != 0};
+    return true;
+}
+
+bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
+                      size_t errlen) {
+    if (!safetensors_load(path, f, err, errlen)) return false;
+    const char *format = safetensors_meta(f, "format");
+    if (format && strcmp(format, FORMAT) != 0) {
+        snprintf(err, errlen, "%s is a checkpoint of \"%.60s\", not of the book's GPTModel", path, format);
+        return false;
+    }
+    if (format) {
+        const char *cs = safetensors_meta(f, "config");
+        nn_GPTConfig c;
+        if (!cs || !parse_config(cs, &c)) {
+            snprintf(err, errlen, "%s: the metadata's \"config\" is missing or not 7 numbers", path);
+            return false;
+        }
+        nn_GPTConfig me = model->cfg;
+        if (c.vocab_size != me.vocab_size || c.context_length != me.context_length || c.emb_dim != me.emb_dim ||
+            c.n_heads != me.n_heads || c.n_layers != me.n_layers || c.qkv_bias != me.qkv_bias) {
+            char a[200], b[200];
+            config_words(c, a, sizeof a);
+            config_words(me, b, sizeof b);
+            snprintf(err, errlen, "%s holds a model of another config (%s); this one has %s", path, a, b);
+            return false;
+        }
+    } else if (opt) {
+        snprintf(err, errlen, "%s has no \"format\" in its metadata: weights alone (no optimizer state) cannot resume training",
+                 path);
+        return false;
+    }
+    const char *const ignore[] = {"optim.", "rng_state", "loader.", "curve.", NULL}; /* the caller's extra tensors */
+    nn_TensorList sd = nn_state_dict(&model->module);
+    if (!safetensors_copy_into(f, sd, ignore, false, err, errlen)) return false;
+    int n_opt = 0;
+    const char **onames = ac_arena_alloc(sizeof(char *) * (size_t)(f->tensors.n + 1));
+    Tensor **ots = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f->tensors.n + 1));
+    for (int i = 0; i < f->tensors.n; i++)
+        if (strncmp(f->tensors.names[i], "optim.", 6) == 0) {
+            onames[n_opt] = f->tensors.names[i] + 6;
+            ots[n_opt++] = f->tensors.tensors[i];
+        }
+    nn_TensorList ostate = {n_opt, onames, ots};
+    Tensor *rng = safetensors_get(f, "rng_state");
+    if (opt) {
+        if (!optim_load_state_dict(opt, ostate, false, err, errlen)) return false;
+        if (!rng) {
+            snprintf(err, errlen, "%s has no rng_state (without it a resumed run draws other batches and dropout)", path);
+            return false;
+        }
+        if (!ac_rng_state_check(rng, err, errlen)) return false;
+    }
+    safetensors_copy_into(f, sd, ignore, true, err, errlen); /* all checked: now change things */
+    if (opt) {
+        optim_load_state_dict(opt, ostate, true, err, errlen);
+        torch_set_rng_state(rng);
+    }
+    return true;
+}

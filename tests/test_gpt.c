@@ -1,0 +1,346 @@
+/* The book's GPT (nn/gpt.h, ./build/gpt): the ops it added (var/std, comparisons), the
+ * classes' names, sizes and refusals, and the program against what ../shared/pytorch/gpt.py
+ * prints for small configs (tests/data/gpt_golden.txt, made by tests/tools/gen_gpt_golden.py):
+ *   --exact: every printed line the same, except the two initial losses, whose 17 digits
+ *            agree to 1e-6 relative (float32 batch losses a few ulps apart add up there);
+ *            every --log loss within 1e-5;
+ *   default (fast) math: the Ep lines' losses within 2e-3 (1e-4 on each step's loss, through
+ *            the three printed decimals), the texts the same, --log within 1e-4. */
+#include <math.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "gpt.h"
+#include "tests.h"
+
+/* ---- the ops ------------------------------------------------------------------------------------- */
+
+START_TEST(test_var_std_values) {
+    Tensor *x = torch_tensor((float[]){1, 2, 3, 4, 6, 8}, SHAPE(2, 3));
+    ck_assert_float_eq_tol(torch_item(torch_var(x, true)), 6.8f, 1e-6);        /* torch.var(x): 34 / 5 */
+    ck_assert_float_eq_tol(torch_item(torch_var(x, false)), 34.0f / 6.0f, 1e-6); /* unbiased=False */
+    ck_assert_float_eq_tol(torch_item(torch_std(x, true)), sqrtf(6.8f), 1e-6);
+    Tensor *v = torch_var_dim(x, 1, (int64_t[]){-1}, false, true);              /* x.var(dim=-1, keepdim=True, unbiased=False) */
+    ck_assert_int_eq(v->ndim, 2);
+    ck_assert_int_eq(v->shape[1], 1);
+    ck_assert_float_eq_tol(((float *)torch_contiguous(v)->data)[0], 2.0f / 3.0f, 1e-7);
+    ck_assert_float_eq_tol(((float *)torch_contiguous(v)->data)[1], 8.0f / 3.0f, 1e-6);
+    Tensor *s = torch_std_dim(x, 1, (int64_t[]){0}, true, false);               /* x.std(dim=0) */
+    ck_assert_int_eq(s->ndim, 1);
+    ck_assert_float_eq_tol(((float *)torch_contiguous(s)->data)[2], sqrtf(12.5f), 1e-6);
+    ck_assert(isnan(torch_item(torch_var(torch_tensor((float[]){3}, SHAPE(1)), true)))); /* n - 1 = 0: nan, as torch */
+    ck_assert_float_eq(torch_item(torch_var(torch_tensor((float[]){3}, SHAPE(1)), false)), 0.0f);
+    /* in double: a large offset does not swallow a small spread (a float sum of squares would) */
+    Tensor *big = torch_tensor((float[]){10000.5f, 10001.5f, 10002.5f, 10003.5f}, SHAPE(4));
+    ck_assert_float_eq(torch_item(torch_var(big, false)), 1.25f);
+    ck_assert_str_eq(torch_grad_fn_name(torch_var(torch_requires_grad_(torch_ones(SHAPE(3)), true), true)), "VarBackward0");
+    ck_assert_str_eq(torch_grad_fn_name(torch_std(torch_requires_grad_(torch_ones(SHAPE(3)), true), true)), "StdBackward0");
+}
+END_TEST
+
+static void assert_bools(Tensor *t, const char *want) {
+    ck_assert_int_eq(t->dtype, AC_BOOL);
+    ck_assert_int_eq(torch_numel(t), (int64_t)strlen(want));
+    Tensor *c = torch_contiguous(t);
+    for (int64_t i = 0; i < torch_numel(t); i++)
+        ck_assert_msg(((bool *)c->data)[i] == (want[i] == '1'), "element %lld: want %c", (long long)i, want[i]);
+}
+
+START_TEST(test_comparisons) {
+    Tensor *a = torch_tensor((float[]){0.1f, 1, 2, NAN}, SHAPE(4)), *b = torch_tensor((float[]){1, 1, 1, 1}, SHAPE(4));
+    assert_bools(torch_lt(a, b), "1000");
+    assert_bools(torch_le(a, b), "1100");
+    assert_bools(torch_gt(a, b), "0010");
+    assert_bools(torch_ge(a, b), "0110");
+    assert_bools(torch_eq(a, b), "0100");
+    assert_bools(torch_ne(a, b), "1011"); /* nan != anything */
+    /* a float tensor against a Python number: the number as float32 (torch: tensor([0.1]) > 0.1 is False) */
+    assert_bools(torch_gt_scalar(a, 0.1), "0110");
+    assert_bools(torch_eq_scalar(a, 0.1), "1000");
+    /* int64 against a whole number exactly, against a fraction in float */
+    Tensor *big = torch_tensor_long((int64_t[]){16777217, 3}, SHAPE(2));
+    assert_bools(torch_gt_scalar(big, 16777216), "10");
+    assert_bools(torch_lt_scalar(big, 3.5), "01");
+    /* broadcast: the book's logits < top_logits[:, -1] */
+    Tensor *logits = torch_tensor((float[]){3, 1, 4, 1, 5}, SHAPE(1, 5));
+    Tensor *top = torch_topk(logits, 2, -1, true, true).values;
+    assert_bools(torch_lt(logits, torch_select(top, 1, -1)), "11010");
+    EXPECT_ERROR("must match the size", torch_lt(torch_ones(SHAPE(2, 3)), torch_ones(SHAPE(4))));
+    ck_assert(!torch_ones(SHAPE(2))->requires_grad || true);
+}
+END_TEST
+
+/* ---- the classes ------------------------------------------------------------------------------- */
+
+START_TEST(test_gpt_sizes_and_names) {
+    ck_assert_int_eq(nn_GPTConfig_num_parameters(GPT_CONFIG_124M), 163009536); /* the book's 163,009,536 */
+    nn_GPTConfig c = GPT_CONFIG_124M;
+    c.qkv_bias = true;
+    ck_assert_int_eq(nn_GPTConfig_num_parameters(c), 163009536 + 3 * 768 * 12);
+    nn_GPTConfig small = {.vocab_size = 50, .context_length = 8, .emb_dim = 12, .n_heads = 3, .n_layers = 2,
+                          .drop_rate = 0.1, .qkv_bias = true};
+    torch_manual_seed(123);
+    nn_GPTModel *m = nn_GPTModel_new(small);
+    ck_assert_int_eq(nn_num_parameters(&m->module), nn_GPTConfig_num_parameters(small));
+    /* PyTorch's state_dict keys, in its order (own parameters, own buffers, then children) */
+    static const char *const want[] = {"tok_emb.weight", "pos_emb.weight", "trf_blocks.0.att.mask",
+        "trf_blocks.0.att.W_query.weight", "trf_blocks.0.att.W_query.bias", "trf_blocks.0.att.W_key.weight",
+        "trf_blocks.0.att.W_key.bias", "trf_blocks.0.att.W_value.weight", "trf_blocks.0.att.W_value.bias",
+        "trf_blocks.0.att.out_proj.weight", "trf_blocks.0.att.out_proj.bias", "trf_blocks.0.ff.layers.0.weight",
+        "trf_blocks.0.ff.layers.0.bias", "trf_blocks.0.ff.layers.2.weight", "trf_blocks.0.ff.layers.2.bias",
+        "trf_blocks.0.norm1.scale", "trf_blocks.0.norm1.shift", "trf_blocks.0.norm2.scale", "trf_blocks.0.norm2.shift"};
+    nn_TensorList sd = nn_state_dict(&m->module);
+    ck_assert_int_eq(sd.n, 2 + 2 * 17 + 2 + 1);
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++) ck_assert_str_eq(sd.names[i], want[i]);
+    ck_assert_str_eq(sd.names[sd.n - 3], "final_norm.scale");
+    ck_assert_str_eq(sd.names[sd.n - 1], "out_head.weight");
+    ck_assert_ptr_eq(nn_GPTModel_block(m, 1)->att->W_query->bias, sd.tensors[2 + 17 + 2]);
+    ck_assert_str_eq(nn_GPTModel_block(m, 0)->ff->layers->module.children[1].m->type, "GELU");
+    /* forward: (b, t) ids -> (b, t, vocab) logits; refusals name what is wrong */
+    Tensor *x = torch_tensor_long((int64_t[]){1, 2, 3, 4, 5, 6}, SHAPE(2, 3));
+    Tensor *logits = nn_GPTModel_forward(m, x);
+    ck_assert_int_eq(logits->ndim, 3);
+    ck_assert_int_eq(logits->shape[2], 50);
+    EXPECT_ERROR("the input has 9 tokens, but context_length is 8", nn_GPTModel_forward(m, torch_zeros_dtype(SHAPE(1, 9), AC_INT64)));
+    EXPECT_ERROR("index out of range", nn_GPTModel_forward(m, torch_tensor_long((int64_t[]){50}, SHAPE(1, 1))));
+    EXPECT_ERROR("dtype int64", nn_GPTModel_forward(m, torch_zeros(SHAPE(1, 2))));
+    nn_free(&m->module);
+    small.emb_dim = 10;
+    EXPECT_ERROR("emb_dim (10) must be divisible by n_heads (3)", nn_GPTModel_new(small));
+    small.emb_dim = 12, small.n_layers = 0;
+    EXPECT_ERROR("n_layers must be at least 1", nn_GPTModel_new(small));
+    small.n_layers = 1, small.emb_dim = (int64_t)3 << 40;
+    EXPECT_ERROR("too large", nn_GPTModel_new(small));
+}
+END_TEST
+
+/* ---- ./build/gpt against gpt.py -------------------------------------------------------------------- */
+
+typedef struct {
+    char flags[512];
+    int n_out, n_log;
+    char *out[128];
+    double log[2048];
+} Run;
+
+static int load_runs(Run *runs, int max) {
+    char *text = read_text(data_path("gpt_golden.txt")), *save = NULL;
+    int n = -1;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "run ", 4)) {
+            ck_assert(++n < max);
+            memset(&runs[n], 0, sizeof runs[n]);
+            snprintf(runs[n].flags, sizeof runs[n].flags, "%s", line + 4);
+        } else if (!strncmp(line, "out ", 4)) {
+            ck_assert(runs[n].n_out < 128);
+            runs[n].out[runs[n].n_out++] = strdup(line + 4);
+        } else if (!strncmp(line, "log ", 4)) {
+            long step;
+            double l;
+            ck_assert(sscanf(line + 4, "%ld %lf", &step, &l) == 2 && step == runs[n].n_log && runs[n].n_log < 2048);
+            runs[n].log[runs[n].n_log++] = l;
+        }
+    }
+    free(text);
+    return n + 1;
+}
+
+static void free_runs(Run *runs, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < runs[i].n_out; j++) free(runs[i].out[j]);
+}
+
+/* Runs ./build/gpt with the record's flags (and extra); its stdout split into lines (malloc'd). */
+static int run_gpt(const char *flags, const char *extra, char ***lines, int *n) {
+    char cmd[2048], *out;
+    snprintf(cmd, sizeof cmd, "%s/gpt %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path("data/gpt2"),
+             extra);
+    int rc = run_command(cmd, &out);
+    *lines = NULL, *n = 0;
+    int cap = 0;
+    for (char *p = out; *p;) {
+        char *nl = strchr(p, '\n');
+        size_t len = nl ? (size_t)(nl - p) : strlen(p);
+        if (*n == cap) *lines = realloc(*lines, sizeof(char *) * (size_t)(cap = cap ? 2 * cap : 64));
+        (*lines)[(*n)++] = strndup(p, len);
+        p += len + (nl ? 1 : 0);
+    }
+    free(out);
+    return rc;
+}
+
+static void free_lines(char **l, int n) {
+    for (int i = 0; i < n; i++) free(l[i]);
+    free(l);
+}
+
+/* One printed line against gpt.py's: the initial losses to rel_init, Ep lines exactly or to ep_tol */
+static void compare_line(const char *got, const char *want, double rel_init, double ep_tol, const char *what) {
+    if (!strncmp(want, "Training loss: ", 15) || !strncmp(want, "Validation loss: ", 17)) {
+        const char *g = strchr(got, ':'), *w = strchr(want, ':');
+        ck_assert_msg(g && (g - got) == (w - want) && !strncmp(got, want, (size_t)(w - want)), "%s: '%s' for '%s'", what, got, want);
+        double gv = atof(g + 1), wv = atof(w + 1);
+        ck_assert_msg(fabs(gv - wv) <= rel_init * fabs(wv), "%s: '%s' for '%s' (rel %.2g)", what, got, want, fabs(gv - wv) / wv);
+        return;
+    }
+    if (ep_tol > 0 && !strncmp(want, "Ep ", 3)) {
+        double gt, gvl, wt, wvl;
+        char gh[64], wh[64];
+        ck_assert(sscanf(want, "%63[^:]: Train loss %lf, Val loss %lf", wh, &wt, &wvl) == 3);
+        ck_assert_msg(sscanf(got, "%63[^:]: Train loss %lf, Val loss %lf", gh, &gt, &gvl) == 3, "%s: '%s'", what, got);
+        ck_assert_str_eq(gh, wh);
+        ck_assert_msg(fabs(gt - wt) <= ep_tol && fabs(gvl - wvl) <= ep_tol, "%s: '%s' for '%s'", what, got, want);
+        return;
+    }
+    ck_assert_msg(!strcmp(got, want), "%s: '%s'\n  for gpt.py's '%s'", what, got, want);
+}
+
+static void check_log(const char *path, const double *want, int from, int n, double tol, const char *what) {
+    FILE *f = fopen(path, "r");
+    ck_assert_msg(f != NULL, "%s: no --log", what);
+    long step;
+    double l;
+    int k = from;
+    while (fscanf(f, "step %ld loss %lf\n", &step, &l) == 2) {
+        ck_assert_msg(step == k && k < n, "%s: log step %ld, want %d", what, step, k);
+        ck_assert_msg(fabs(l - want[k]) <= tol, "%s: step %ld loss %.6f, gpt.py's %.6f", what, step, l, want[k]);
+        k++;
+    }
+    fclose(f);
+    ck_assert_msg(k == n, "%s: %d log lines, gpt.py has %d", what, k - from, n - from);
+}
+
+static void check_runs(bool train, const char *mode, double log_tol, double rel_init, double ep_tol) {
+    static Run runs[16];
+    int n = load_runs(runs, 16);
+    char *dir = temp_dir(), extra[600], log[512];
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        if (train != !strncmp(runs[i].flags, "train", 5)) continue;
+        snprintf(extra, sizeof extra, "%s%s%s", mode, train ? " --log " : "", train ? log : "");
+        char **lines;
+        int nl;
+        ck_assert_msg(run_gpt(runs[i].flags, extra, &lines, &nl) == 0, "gpt %s %s failed", runs[i].flags, mode);
+        ck_assert_msg(nl == runs[i].n_out, "gpt %s: %d lines, gpt.py printed %d", runs[i].flags, nl, runs[i].n_out);
+        for (int j = 0; j < nl; j++) compare_line(lines[j], runs[i].out[j], rel_init, ep_tol, runs[i].flags);
+        if (train) check_log(log, runs[i].log, 0, runs[i].n_log, log_tol, runs[i].flags);
+        free_lines(lines, nl);
+        checked++;
+    }
+    ck_assert_int_ge(checked, 4);
+    free_runs(runs, n);
+    remove_dir(dir);
+}
+
+START_TEST(test_gpt_train_exact) { check_runs(true, "--exact", 1e-5, 1e-6, 0); }
+END_TEST
+START_TEST(test_gpt_train_fast) { check_runs(true, "", 1e-4, 1e-5, 2e-3); }
+END_TEST
+START_TEST(test_gpt_generate) {
+    check_runs(false, "--exact", 0, 0, 0);
+    check_runs(false, "--threads 2", 0, 0, 0);
+}
+END_TEST
+
+/* train --epochs 1 --save, then --load with the record's 2 epochs: the lines (and log) of one
+ * uninterrupted run, split where the first run stopped. */
+START_TEST(test_gpt_resume) {
+    static Run runs[16];
+    int n = load_runs(runs, 16), r = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(runs[i].flags, "--epochs 2")) r = i;
+    ck_assert_int_ge(r, 0);
+    char *dir = temp_dir(), extra[1024], flags[600];
+    snprintf(flags, sizeof flags, "%s", runs[r].flags);
+    *strstr(flags, "--epochs 2") = 0; /* the flags before it */
+    snprintf(extra, sizeof extra, "%s --exact --epochs 1 --save %s/ck.safetensors --log %s/log1.txt", strstr(runs[r].flags, "--epochs 2") + 10, dir, dir);
+    char **l1, **l2;
+    int n1, n2;
+    ck_assert_int_eq(run_gpt(flags, extra, &l1, &n1), 0);
+    int k = 0;
+    while (k < n1 && strcmp(l1[k], "Output text:")) k++;
+    ck_assert_int_lt(k, n1);
+    for (int j = 0; j < k; j++) compare_line(l1[j], runs[r].out[j], 1e-6, 0, "the first epoch");
+    char log1[600], log2[600];
+    snprintf(log1, sizeof log1, "%s/log1.txt", dir);
+    snprintf(log2, sizeof log2, "%s/log2.txt", dir);
+    FILE *f = fopen(log1, "r");
+    int steps1 = 0;
+    for (int c; (c = fgetc(f)) != EOF;) steps1 += c == '\n';
+    fclose(f);
+    check_log(log1, runs[r].log, 0, steps1, 1e-5, "the first epoch's log");
+    snprintf(extra, sizeof extra, "%s --exact --load %s/ck.safetensors --log %s", strstr(runs[r].flags, "--epochs 2") + 10, dir, log2);
+    char flags2[700];
+    snprintf(flags2, sizeof flags2, "%s --epochs 2", flags);
+    ck_assert_int_eq(run_gpt(flags2, extra, &l2, &n2), 0);
+    ck_assert_int_eq(n2, runs[r].n_out - k);
+    for (int j = 0; j < n2; j++) compare_line(l2[j], runs[r].out[k + j], 1e-6, 0, "resumed");
+    check_log(log2, runs[r].log, steps1, runs[r].n_log, 1e-5, "the resumed log");
+    /* a checkpoint of another config is refused with both configs named, before anything runs */
+    char cmd[2048], *out;
+    snprintf(cmd, sizeof cmd, "%s/gpt train --data %s --tokenizer %s --layers 1 --emb-dim 8 --heads 2 --context 12 "
+             "--load %s/ck.safetensors 2>&1", build_dir(), data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), dir);
+    ck_assert_int_eq(run_command(cmd, &out), 1);
+    ck_assert_msg(strstr(out, "another config") && strstr(out, "emb_dim 24") && strstr(out, "emb_dim 8"), "%s", out);
+    free(out);
+    free_lines(l1, n1);
+    free_lines(l2, n2);
+    free_runs(runs, n);
+    remove_dir(dir);
+}
+END_TEST
+
+/* Bad input: one line saying what is wrong, exit 1 (2 for a flag), never a crash. */
+START_TEST(test_gpt_refusals) {
+    char *dir = temp_dir(), cmd[4096], *out, path[600];
+    snprintf(path, sizeof path, "%s/short.txt", dir);
+    FILE *f = fopen(path, "w");
+    fputs("Too short a text for one window.", f);
+    fclose(f);
+    const char *tok = shared_path("data/gpt2");
+    struct { const char *flags; int rc; const char *needle; } cases[] = {
+        {"train --data SHORT --layers 1 --emb-dim 8 --heads 2 --context 16", 1, "the loader yields nothing"},
+        {"train --data SHORT --emb-dim 770", 1, "emb_dim (770) must be divisible by n_heads (12)"},
+        {"train --data SHORT --emb-dim 999999999999 --heads 1", 1, "too large"},
+        {"train --data SHORT --context 0", 2, "--context expects an integer from 1"},
+        {"train --data SHORT --drop 1.5", 2, "--drop expects a number from 0 to 1"},
+        {"train --data SHORT --lr", 2, "--lr needs a value"},
+        {"train --data SHORT --bogus", 2, "unknown flag --bogus"},
+        {"train --data /nonexistent/text.txt --layers 1 --emb-dim 8 --heads 2", 1, "cannot open /nonexistent/text.txt"},
+        {"train --data SHORT --save /nonexistent/dir/x.safetensors", 1, "--save"},
+        {"generate --layers 1 --emb-dim 8 --heads 2 --context 8 --top-k 60000", 1, "top_k (60000) is larger than the vocabulary"},
+        {"generate --layers 1 --emb-dim 8 --heads 2 --context 8 --load /nonexistent.safetensors", 1, "--load"},
+        {"generate --layers 1 --emb-dim 8 --heads 2 --context 8 --prompt ''", 1, "--prompt is empty"},
+        {"fly", 2, "unknown command 'fly'"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        char flags[1200];
+        const char *s = strstr(cases[i].flags, "SHORT");
+        if (s) snprintf(flags, sizeof flags, "%.*s%s%s", (int)(s - cases[i].flags), cases[i].flags, path, s + 5);
+        else snprintf(flags, sizeof flags, "%s", cases[i].flags);
+        snprintf(cmd, sizeof cmd, "%s/gpt --tokenizer %s %s 2>&1", build_dir(), tok, flags);
+        int rc = run_command(cmd, &out);
+        ck_assert_msg(rc == cases[i].rc && strstr(out, cases[i].needle), "gpt %s: rc %d, want %d and '%s' in: %s", flags,
+                      rc, cases[i].rc, cases[i].needle, out);
+        free(out);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
+Suite *suite_gpt(void) {
+    Suite *s = suite_create("gpt");
+    TCase *tc = tcase("gpt");
+    tcase_set_timeout(tc, 600);
+    tcase_add_test(tc, test_var_std_values);
+    tcase_add_test(tc, test_comparisons);
+    tcase_add_test(tc, test_gpt_sizes_and_names);
+    tcase_add_test(tc, test_gpt_train_exact);
+    tcase_add_test(tc, test_gpt_train_fast);
+    tcase_add_test(tc, test_gpt_generate);
+    tcase_add_test(tc, test_gpt_resume);
+    tcase_add_test(tc, test_gpt_refusals);
+    suite_add_tcase(s, tc);
+    return s;
+}
