@@ -49,7 +49,7 @@ FORCE:
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h nn/gpt.h optim/optim.h nn/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: FORCE all test deps test-plain test-asan run bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
+.PHONY: FORCE all test deps test-plain test-asan run chapter5 bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS) $(B)/flags
@@ -129,6 +129,14 @@ valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/g
 
 run: $(B)/train
 	./$(B)/train
+
+# The book's chapter 5 run (and chapter 4's greedy line of the untrained 124M model), with gpt.py's defaults (GPT_CONFIG_124M at context 256 on the-verdict,
+# 10 epochs): its lines must be the book's (tests/data/chapter5_expected.txt); its time goes to stderr.
+chapter5: $(B)/gpt
+	./$(B)/gpt train --tokenizer ../shared/data/gpt2 --data ../shared/data/the-verdict.txt > $(B)/chapter5.txt
+	diff -u tests/data/chapter5_expected.txt $(B)/chapter5.txt && echo "chapter 5: the book's lines, exactly"
+	./$(B)/gpt generate --tokenizer ../shared/data/gpt2 | tee $(B)/chapter4.txt
+	[ "$$(cat $(B)/chapter4.txt)" = "Output text: Hello, I am Featureiman Byeswickattribute argue" ] && echo "chapter 4: the book's line"
 
 bench: $(B)/bench
 	./$(B)/bench

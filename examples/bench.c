@@ -188,11 +188,15 @@ static void gpt_generate_workload(void) {
     ac_mark m = ac_arena_mark();
     Tensor *idx = torch_tensor_long((int64_t[]){6109, 3626, 6100, 345}, SHAPE(1, 4)); /* "Every effort moves you" */
     double t = now();
-    gpt_generate_text_simple(model, idx, 100, 1024);                    /* generate_text_simple(model, idx, 100, 1024) */
+    gpt_generate_ex(model, idx, 100, 1024, 0.0, 0, -1, false, NULL, NULL); /* generate_text_simple(model, idx, 100, 1024) */
     double s = now() - t;
+    t = now();
+    gpt_generate_ex(model, idx, 100, 1024, 0.0, 0, -1, true, NULL, NULL);  /* the same tokens with the KV cache */
+    double sc = now() - t;
     ac_arena_release(m);
-    char f[96];
-    snprintf(f, sizeof f, "\"tokens_per_s\": %.2f, \"ms_per_token\": %.1f", 100 / s, s * 10);
+    char f[160];
+    snprintf(f, sizeof f, "\"tokens_per_s\": %.2f, \"ms_per_token\": %.1f, \"kv_cache_tokens_per_s\": %.2f, "
+             "\"kv_cache_ms_per_token\": %.1f", 100 / s, s * 10, 100 / sc, sc * 10);
     print_line("gpt-generate", f);
     nn_free(&model->module);
     ac_shutdown();

@@ -50,7 +50,8 @@ static void usage(FILE *f) {
             "  --train-ratio X      the share of the text's characters for training (0.90)\n"
             "  --batch N --lr X --weight-decay X --epochs N   2, 0.0004, 0.1, 10 (AdamW)\n"
             "  --eval-freq N --eval-iter N                    evaluate every N steps on N batches (5, 5)\n"
-            "  --prompt TEXT        (train: \"Every effort moves you\"; generate: \"Hello, I am\"; - reads stdin)\n"
+            "  --prompt TEXT        (train: \"Every effort moves you\"; generate: \"Hello, I am\"; generate: - reads\n"
+            "                       stdin, less one final newline)\n"
             "  --sample-tokens N    tokens per sample (train: 50 per epoch; generate: 6)\n"
             "  --log FILE           every step's batch loss: step N loss X\n"
             "  --save FILE          the model, AdamW and the generator as safetensors at the end (and on Ctrl-C,\n"
@@ -60,6 +61,8 @@ static void usage(FILE *f) {
             "  --load FILE          the weights (a --save, or a safetensors state_dict with the book's names)\n"
             "  --temperature X      0 is greedy (default)      --top-k N   keep the N largest logits\n"
             "  --eos-id N           stop at this token          --seed N   (123) the model's and the sampler's\n"
+            "  --no-kv-cache        recompute the whole window for each token, as the book's loop does (the same\n"
+            "                       tokens; the cache, the default, keeps each block's keys and values)\n"
             "both:\n"
             "  --tokenizer DIR      GPT-2's encoder.json + vocab.bpe (or vocab.json + merges.txt) (default " DEFAULT_TOKENIZER ")\n"
             "  --tokenizer train:N  instead, learn N BPE merges from --data (GPT-2's pre-tokenizer, minbpe's rule)\n"
@@ -85,7 +88,7 @@ typedef struct {
     /* gpt.py's flags; -1 (or NAN) until given, then the command's default */
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, sample_tokens, top_k, eos_id;
     double drop, train_ratio, lr, weight_decay, temperature;
-    bool qkv_bias, exact;
+    bool qkv_bias, exact, no_kv_cache;
     const char *prompt, *log, *save, *load, *plot;
 } Flags;
 
@@ -151,6 +154,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
             if (!strcmp(f, "--decode")) a->decode = true;
             else if (!strcmp(f, "--qkv-bias")) a->qkv_bias = true;
             else if (!strcmp(f, "--exact")) a->exact = true;
+            else if (!strcmp(f, "--no-kv-cache")) a->no_kv_cache = true;
             else if (f[0] == '-' && f[1]) return bad_flags("unknown flag %s", f);
             else if (!a->command) a->command = f;
             else if (!a->file) a->file = f;
@@ -629,11 +633,12 @@ static int64_t count_chars(const char *text, size_t len) {
 }
 
 /* generate_and_print_sample(model, tokenizer, start_context, max_new_tokens) */
-static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, Tensor *start, int64_t max_new_tokens) {
+static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, Tensor *start, int64_t max_new_tokens,
+                                      bool kv_cache) {
     ac_mark m = ac_arena_mark();
     nn_eval(&model->module);                                                      /* model.eval() */
-    Tensor *ids = gpt_generate_text_simple(model, start, max_new_tokens,         /* ids = generate_text_simple(model, */
-                                           model->pos_emb->weight->shape[0]);     /*   ..., model.pos_emb.weight.shape[0]) */
+    Tensor *ids = gpt_generate_ex(model, start, max_new_tokens,                  /* ids = generate_text_simple(model, */
+                                  model->pos_emb->weight->shape[0], 0.0, 0, -1, kv_cache, NULL, NULL); /* ..., model.pos_emb.weight.shape[0]) */
     size_t len;
     char *text = token_ids_to_text(ids, tok, &len);
     for (size_t i = 0; i < len; i++)                                              /* .replace("\n", " ") */
@@ -774,7 +779,7 @@ static int cmd_train(const Flags *a) {
                          .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
         if (interrupted && !it.done) break; /* stopped inside the epoch: the save records where */
         live_clear(&live);
-        generate_and_print_sample(model, tok, start, a->sample_tokens);           /*     generate_and_print_sample(...) */
+        generate_and_print_sample(model, tok, start, a->sample_tokens, !a->no_kv_cache); /* generate_and_print_sample(...) */
         DataLoaderIter_free(&it);
         pos = (Position){.epoch = epoch + 1, .batches_done = -1, .global_step = global_step, .tokens_seen = tokens_seen,
                          .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
@@ -797,10 +802,10 @@ static int cmd_train(const Flags *a) {
     fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             /* print(f"(training took ...)", file=sys.stderr) */
     nn_eval(&model->module);                                                      /* model.eval() */
     size_t tl;
-    Tensor *ids = gpt_generate_text_simple(model, start, 25, cfg.context_length);
+    Tensor *ids = gpt_generate_ex(model, start, 25, cfg.context_length, 0.0, 0, -1, !a->no_kv_cache, NULL, NULL); /* generate_text_simple(model, ..., 25, ctx) */
     printf("Output text:\n %s\n", token_ids_to_text(ids, tok, &tl));              /* print("Output text:\n", token_ids_to_text(ids, tokenizer)) */
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    ids = gpt_generate(model, start, 15, cfg.context_length, 1.4, 25, -1);        /* ids = generate(model, ..., 15, ctx, temperature=1.4, top_k=25) */
+    ids = gpt_generate_ex(model, start, 15, cfg.context_length, 1.4, 25, -1, !a->no_kv_cache, NULL, NULL); /* ids = generate(model, ..., 15, ctx, temperature=1.4, top_k=25) */
     printf("Output text:\n %s\n", token_ids_to_text(ids, tok, &tl));
     if (a->save) {                                                                /* if a.save: torch.save(model.state_dict(), a.save) */
         torch_Generator now = torch_default_generator;
@@ -867,6 +872,8 @@ static int cmd_generate(const Flags *a) {
             fprintf(stderr, "gpt: the prompt on standard input holds a NUL byte\n");
             goto out;
         }
+        if (len && prompt_in[len - 1] == '\n') prompt_in[--len] = 0; /* echo's newline is not part of the prompt */
+        if (len && prompt_in[len - 1] == '\r') prompt_in[--len] = 0;
         prompt = prompt_in;
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
@@ -894,10 +901,11 @@ static int cmd_generate(const Flags *a) {
         fputs("Output text: ", stdout);                                           /* print("Output text:", token_ids_to_text(ids, tokenizer)) */
         stream_print(&s, false);
         if (a->temperature == 0 && a->top_k < 0 && a->eos_id < 0)                 /* if a.temperature == 0 and a.top_k is None and a.eos_id is None: */
-            gpt_generate_stream(model, idx, a->sample_tokens, a->context, 0.0, 0, -1, on_token, &s); /* generate_text_simple */
+            gpt_generate_ex(model, idx, a->sample_tokens, a->context, 0.0, 0, -1, !a->no_kv_cache, on_token, &s); /* generate_text_simple */
         else {
             torch_manual_seed((uint64_t)a->seed);                                 /*     torch.manual_seed(a.seed) */
-            gpt_generate_stream(model, idx, a->sample_tokens, a->context, a->temperature, a->top_k, a->eos_id, on_token, &s);
+            gpt_generate_ex(model, idx, a->sample_tokens, a->context, a->temperature, a->top_k, a->eos_id, !a->no_kv_cache,
+                            on_token, &s);
         }
         stream_print(&s, true);
         putchar('\n');

@@ -34,15 +34,13 @@ static char *vocab_text(const CharText *ct) {
     return s;
 }
 
-static int64_t d_model(const nn_ToyLM *m) { return m->tok_emb->embedding_dim; }
+/* ---- shared by the ToyLM's checkpoints and GPTModel's (gpt_checkpoint.c) ---- */
 
-bool nn_ToyLM_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
-                           char *err, size_t errlen) {
-    ac_mark m = ac_arena_mark();
-    nn_TensorList sd = nn_state_dict(&model->module), os = optim_state_dict(opt);
-    int n = sd.n + os.n + 1;
-    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)n);
-    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
+nn_TensorList nn_checkpoint_tensors(nn_TensorList sd, optim_Optimizer *opt, nn_TensorList extra) {
+    nn_TensorList os = opt ? optim_state_dict(opt) : (nn_TensorList){0};
+    int n = sd.n + os.n + (opt ? 1 : 0) + extra.n;
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)(n ? n : 1));
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n ? n : 1));
     int k = 0;
     for (int i = 0; i < sd.n; i++, k++) names[k] = sd.names[i], ts[k] = sd.tensors[i];
     for (int i = 0; i < os.n; i++, k++) {
@@ -50,14 +48,36 @@ bool nn_ToyLM_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer
         sprintf(nm, "optim.%s", os.names[i]);
         names[k] = nm, ts[k] = os.tensors[i];
     }
-    names[k] = "rng_state", ts[k++] = torch_get_rng_state();
+    if (opt) names[k] = "rng_state", ts[k++] = torch_get_rng_state();
+    for (int i = 0; i < extra.n; i++, k++) names[k] = extra.names[i], ts[k] = extra.tensors[i];
+    return (nn_TensorList){k, names, ts};
+}
+
+nn_TensorList nn_checkpoint_optim_state(const safetensors_File *f) {
+    int n = 0;
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)(f->tensors.n + 1));
+    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f->tensors.n + 1));
+    for (int i = 0; i < f->tensors.n; i++)
+        if (strncmp(f->tensors.names[i], "optim.", 6) == 0) {
+            names[n] = f->tensors.names[i] + 6;
+            ts[n++] = f->tensors.tensors[i];
+        }
+    return (nn_TensorList){n, names, ts};
+}
+
+static int64_t d_model(const nn_ToyLM *m) { return m->tok_emb->embedding_dim; }
+
+bool nn_ToyLM_save_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer *opt, const CharText *ct, int64_t step,
+                           char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    nn_TensorList all = nn_checkpoint_tensors(nn_state_dict(&model->module), opt, (nn_TensorList){0});
     char steps[32], dims[128];
     snprintf(steps, sizeof steps, "%lld", (long long)step);
     snprintf(dims, sizeof dims, "%lld %lld %lld %lld", (long long)model->context_length, (long long)d_model(model),
              (long long)model->attn->num_heads, (long long)ct->vocab_size);
     const char *meta[] = {"format", FORMAT, "step", steps, "context dim heads vocab_size", dims,
                           "vocab", vocab_text(ct), "vocab_codepoints", vocab_codepoints(ct)};
-    bool ok = safetensors_save(path, (nn_TensorList){k, names, ts}, 5, meta, err, errlen);
+    bool ok = safetensors_save(path, all, 5, meta, err, errlen);
     ac_arena_release(m);
     return ok;
 }
@@ -118,16 +138,7 @@ bool nn_ToyLM_load_checkpoint(const char *path, nn_ToyLM *model, optim_Optimizer
     }
     const char *const ignore[] = {"optim.", "rng_state", NULL};
     if (ok) ok = safetensors_copy_into(&f, nn_state_dict(&model->module), ignore, false, err, errlen);
-    /* the optimizer's part, without the "optim." prefix */
-    int n_opt = 0;
-    const char **onames = ac_arena_alloc(sizeof(char *) * (size_t)(f.tensors.n + 1));
-    Tensor **ots = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f.tensors.n + 1));
-    for (int i = 0; ok && i < f.tensors.n; i++)
-        if (strncmp(f.tensors.names[i], "optim.", 6) == 0) {
-            onames[n_opt] = f.tensors.names[i] + 6;
-            ots[n_opt++] = f.tensors.tensors[i];
-        }
-    nn_TensorList ostate = {n_opt, onames, ots};
+    nn_TensorList ostate = ok ? nn_checkpoint_optim_state(&f) : (nn_TensorList){0}; /* without the "optim." prefix */
     if (ok) ok = optim_load_state_dict(opt, ostate, false, err, errlen);
     Tensor *rng = ok ? safetensors_get(&f, "rng_state") : NULL;
     if (ok && !rng) {

@@ -181,6 +181,75 @@ Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                
     return nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, x)); // return self.out_head(self.final_norm(x))
 }
 
+/* ---- the KV cache ---------------------------------------------------------------------------------- */
+
+gpt_KVCache *gpt_KVCache_new(nn_GPTModel *model) {
+    nn_GPTConfig c = model->cfg;
+    gpt_KVCache *kv = ac_malloc(sizeof *kv);
+    *kv = (gpt_KVCache){.n_layers = c.n_layers, .capacity = c.context_length, .len = 0};
+    kv->keys = ac_malloc(sizeof(Tensor *) * (size_t)c.n_layers);
+    kv->values = ac_malloc(sizeof(Tensor *) * (size_t)c.n_layers);
+    for (int64_t i = 0; i < c.n_layers; i++) {
+        kv->keys[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_heads, c.context_length, c.emb_dim / c.n_heads));
+        kv->values[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_heads, c.context_length, c.emb_dim / c.n_heads));
+    }
+    return kv;
+}
+
+void gpt_KVCache_reset(gpt_KVCache *cache) { cache->len = 0; }
+
+void gpt_KVCache_free(gpt_KVCache *cache) {
+    if (!cache) return;
+    for (int64_t i = 0; i < cache->n_layers; i++) ac_free(cache->keys[i]), ac_free(cache->values[i]);
+    free(cache->keys);
+    free(cache->values);
+    free(cache);
+}
+
+/* MultiHeadAttention.forward for t new tokens at positions p0..p0+t-1, over the cache's keys 0..p0+t-1 */
+static Tensor *cached_attention(nn_MultiHeadAttention *a, Tensor *x, Tensor *K, Tensor *V, int64_t p0) {
+    int64_t t = x->shape[1], h = a->num_heads, dh = a->head_dim, T = p0 + t;
+    Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(a->W_key, x), SHAPE(1, t, h, dh)), 1, 2);
+    Tensor *queries = torch_transpose(torch_view(nn_Linear_forward(a->W_query, x), SHAPE(1, t, h, dh)), 1, 2);
+    Tensor *values = torch_transpose(torch_view(nn_Linear_forward(a->W_value, x), SHAPE(1, t, h, dh)), 1, 2);
+    torch_copy_(torch_slice(K, 2, p0, T), keys);      /* the new keys and values join the cache */
+    torch_copy_(torch_slice(V, 2, p0, T), values);
+    Tensor *keys_all = torch_slice(K, 2, 0, T), *values_all = torch_slice(V, 2, 0, T);
+    Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys_all, 2, 3)); /* (1, h, t, T) */
+    Tensor *mask = torch_to_bool(torch_slice(torch_slice(a->mask, 0, p0, T), 1, 0, T)); /* rows p0..T-1 of the mask */
+    attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
+    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
+    Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values_all), 1, 2), SHAPE(1, t, a->d_out));
+    return nn_Linear_forward(a->out_proj, context);
+}
+
+Tensor *nn_GPTModel_forward_cached(nn_GPTModel *self, Tensor *new_ids, gpt_KVCache *cache) {
+    const char *op = "GPTModel (KV cache)";
+    ac_check_defined(new_ids, op);
+    if (new_ids->ndim != 2 || new_ids->dtype != AC_INT64 || new_ids->shape[0] != 1 || new_ids->shape[1] < 1)
+        ac_error("%s: expected token ids of shape (1, t), t >= 1, int64, got %s %s", op, dtype_str(new_ids),
+                 ac_shape_str(new_ids));
+    if (torch_is_grad_enabled() || self->module.training)
+        ac_error("%s: for generating only: model.eval() and no_grad (training needs the full forward)", op);
+    int64_t t = new_ids->shape[1], p0 = cache->len;
+    if (cache->capacity != self->cfg.context_length || cache->n_layers != self->cfg.n_layers)
+        ac_error("%s: the cache was made for another model", op);
+    if (p0 + t > cache->capacity)
+        ac_error("%s: %lld cached and %lld new tokens exceed context_length %lld", op, (long long)p0, (long long)t,
+                 (long long)cache->capacity);
+    Tensor *pos = torch_empty(SHAPE(t), AC_INT64);                                /* positions p0 .. p0 + t - 1 */
+    for (int64_t i = 0; i < t; i++) ((int64_t *)pos->data)[i] = p0 + i;
+    Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, new_ids), nn_Embedding_forward(self->pos_emb, pos));
+    for (int64_t i = 0; i < self->cfg.n_layers; i++) {
+        nn_TransformerBlock *b = nn_GPTModel_block(self, (int)i);
+        x = torch_add(x, cached_attention(b->att, nn_GPTLayerNorm_forward(b->norm1, x), cache->keys[i], cache->values[i], p0));
+        x = torch_add(x, nn_FeedForward_forward(b->ff, nn_GPTLayerNorm_forward(b->norm2, x)));
+    }
+    cache->len = p0 + t;
+    Tensor *last = torch_slice(x, 1, t - 1, t);                                   /* only the last token's logits */
+    return torch_select(nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, last)), 1, 0);
+}
+
 /* ---- generating ---------------------------------------------------------------------------------- */
 
 /* The tokens so far, outside the arena, so that each step's forward can be released. */
@@ -215,6 +284,24 @@ static Tensor *last_logits(nn_GPTModel *model, const Ids *s, int64_t context_siz
 
 Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                             double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx) {
+    return gpt_generate_ex(model, idx, max_new_tokens, context_size, temperature, top_k, eos_id, true, on_token, ctx);
+}
+
+/* With the cache: while the window (the last context_size tokens) only grows, feed the tokens it has
+ * not seen; once it slides, every position changes, so start the cache again on the new window. */
+static Tensor *cached_logits(nn_GPTModel *model, gpt_KVCache *kv, const Ids *s, int64_t context_size, int64_t *window0) {
+    int64_t start = s->n > context_size ? s->n - context_size : 0;
+    if (start != *window0 || kv->len > s->n - start) {
+        gpt_KVCache_reset(kv);
+        *window0 = start;
+    }
+    int64_t from = start + kv->len;
+    Tensor *ids = torch_tensor_long(s->ids + from, 2, (int64_t[]){1, s->n - from});
+    return nn_GPTModel_forward_cached(model, ids, kv);
+}
+
+Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                        double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, gpt_token_fn on_token, void *ctx) {
     const char *op = "generate";
     if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
     if (!(temperature >= 0.0)) ac_error("%s: temperature must be >= 0, got %g", op, temperature);
@@ -222,10 +309,15 @@ Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tok
         ac_error("%s: top_k (%lld) is larger than the vocabulary (%lld): selected index k out of range", op,
                  (long long)top_k, (long long)model->cfg.vocab_size);
     Ids s = ids_from(idx, op);
+    if (kv_cache && (model->module.training || context_size > model->cfg.context_length))
+        kv_cache = false; /* the cache is for eval mode; a window past the model's context fails as the book's would */
+    gpt_KVCache *kv = kv_cache ? gpt_KVCache_new(model) : NULL;
+    int64_t window0 = -1;
     bool prev = torch_no_grad_enter();
     for (int64_t step = 0; step < max_new_tokens; step++) {                      // for _ in range(max_new_tokens):
         ac_mark mk = ac_arena_mark();
-        Tensor *logits = last_logits(model, &s, context_size);                    //     logits = model(idx[:, -context_size:])[:, -1, :]
+        Tensor *logits = kv ? cached_logits(model, kv, &s, context_size, &window0) //     logits = model(idx[:, -context_size:])[:, -1, :]
+                            : last_logits(model, &s, context_size);
         if (top_k > 0) {                                                          //     if top_k is not None:
             Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //        top_logits, _ = torch.topk(logits, top_k)
             logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //     logits = torch.where(logits < top_logits[:, -1],
@@ -243,6 +335,7 @@ Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tok
         if (on_token && !on_token(next, ctx)) break;
     }
     torch_no_grad_exit(prev);
+    gpt_KVCache_free(kv);
     Tensor *out = torch_tensor_long(s.ids, 2, (int64_t[]){1, s.n});
     free(s.ids);
     return out;

@@ -102,6 +102,25 @@ Tensor *gpt_generate(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, in
 Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                             double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx);
 
+/* A KV cache (the book's bonus material): each block's keys and values of the tokens seen so far,
+ * so that a new token costs one row of work, not the whole window. For one sequence (batch 1), in
+ * eval mode under no_grad. nn_GPTModel_forward_cached(model, new_ids (1, t), cache) runs the new
+ * tokens at positions cache->len.., appends their keys and values, and returns the logits of the
+ * last new token, (1, vocab_size). The same numbers as the full forward's last row (each sum is
+ * over the same terms in the same order). Past context_length it is an error: the caller starts
+ * again from the last context_length tokens (gpt_generate does, as the book's window slides). */
+typedef struct {
+    int64_t n_layers, capacity, len;
+    Tensor **keys, **values; /* per block (1, n_heads, capacity, head_dim), long-lived */
+} gpt_KVCache;
+gpt_KVCache *gpt_KVCache_new(nn_GPTModel *model);
+void gpt_KVCache_reset(gpt_KVCache *cache);
+void gpt_KVCache_free(gpt_KVCache *cache);
+Tensor *nn_GPTModel_forward_cached(nn_GPTModel *model, Tensor *new_ids, gpt_KVCache *cache);
+/* gpt_generate's loop with the cache (kv_cache) or the book's recompute-everything loop */
+Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                        double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, gpt_token_fn on_token, void *ctx);
+
 /* cross_entropy(model(x).flatten(0, 1), y.flatten()) */
 Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model);
 /* the mean of the first num_batches (< 0: all) batch losses, summed as doubles; nan for an empty loader */

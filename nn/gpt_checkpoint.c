@@ -23,26 +23,13 @@ static void config_words(nn_GPTConfig c, char *buf, size_t len) {
 bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt, nn_TensorList extra, int n_meta,
                       const char *const *meta_kv, char *err, size_t errlen) {
     ac_mark m = ac_arena_mark();
-    nn_TensorList sd = nn_state_dict(&model->module);
-    nn_TensorList os = opt ? optim_state_dict(opt) : (nn_TensorList){0};
-    int n = sd.n + os.n + (opt ? 1 : 0) + extra.n;
-    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)n);
-    Tensor **ts = ac_arena_alloc(sizeof(Tensor *) * (size_t)n);
-    int k = 0;
-    for (int i = 0; i < sd.n; i++, k++) names[k] = sd.names[i], ts[k] = sd.tensors[i];
-    for (int i = 0; i < os.n; i++, k++) {
-        char *nm = ac_arena_alloc(strlen(os.names[i]) + 7);
-        sprintf(nm, "optim.%s", os.names[i]);
-        names[k] = nm, ts[k] = os.tensors[i];
-    }
-    if (opt) names[k] = "rng_state", ts[k++] = torch_get_rng_state();
-    for (int i = 0; i < extra.n; i++, k++) names[k] = extra.names[i], ts[k] = extra.tensors[i];
+    nn_TensorList all = nn_checkpoint_tensors(nn_state_dict(&model->module), opt, extra);
     char cfg[256];
     config_str(model->cfg, cfg, sizeof cfg);
     const char **meta = ac_arena_alloc(sizeof(char *) * (size_t)(4 + 2 * n_meta));
     meta[0] = "format", meta[1] = FORMAT, meta[2] = "config", meta[3] = cfg;
     for (int i = 0; i < 2 * n_meta; i++) meta[4 + i] = meta_kv[i];
-    bool ok = safetensors_save(path, (nn_TensorList){k, names, ts}, 2 + n_meta, meta, err, errlen);
+    bool ok = safetensors_save(path, all, 2 + n_meta, meta, err, errlen);
     ac_arena_release(m);
     return ok;
 }
@@ -89,15 +76,7 @@ bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt
     const char *const ignore[] = {"optim.", "rng_state", "loader.", "curve.", NULL}; /* the caller's extra tensors */
     nn_TensorList sd = nn_state_dict(&model->module);
     if (!safetensors_copy_into(f, sd, ignore, false, err, errlen)) return false;
-    int n_opt = 0;
-    const char **onames = ac_arena_alloc(sizeof(char *) * (size_t)(f->tensors.n + 1));
-    Tensor **ots = ac_arena_alloc(sizeof(Tensor *) * (size_t)(f->tensors.n + 1));
-    for (int i = 0; i < f->tensors.n; i++)
-        if (strncmp(f->tensors.names[i], "optim.", 6) == 0) {
-            onames[n_opt] = f->tensors.names[i] + 6;
-            ots[n_opt++] = f->tensors.tensors[i];
-        }
-    nn_TensorList ostate = {n_opt, onames, ots};
+    nn_TensorList ostate = nn_checkpoint_optim_state(f);
     Tensor *rng = safetensors_get(f, "rng_state");
     if (opt) {
         if (!optim_load_state_dict(opt, ostate, false, err, errlen)) return false;

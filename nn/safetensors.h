@@ -7,6 +7,7 @@
 #define ATTENTION_SAFETENSORS_H
 
 #include "nn.h"
+#include "optim.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -37,6 +38,12 @@ Tensor *safetensors_get(const safetensors_File *f, const char *name);     /* NUL
  * and changes nothing. apply=false only checks. */
 bool safetensors_copy_into(const safetensors_File *f, nn_TensorList dest, const char *const *ignore_prefixes,
                            bool apply, char *err, size_t errlen);
+
+/* Checkpoints (ToyLM's and GPTModel's): the state_dict's tensors, then, when opt is given, its
+ * state as "optim.<name>" and the generator as "rng_state", then extra (names in the arena); and
+ * back: a file's "optim.*" tensors without the prefix, as optim_load_state_dict takes them. */
+nn_TensorList nn_checkpoint_tensors(nn_TensorList state_dict, optim_Optimizer *opt, nn_TensorList extra);
+nn_TensorList nn_checkpoint_optim_state(const safetensors_File *f);
 
 #ifdef __cplusplus
 }

@@ -228,7 +228,7 @@ static void check_runs(bool train, const char *mode, double log_tol, double rel_
         free_lines(lines, nl);
         checked++;
     }
-    ck_assert_int_ge(checked, 4);
+    ck_assert_int_ge(checked, train ? 4 : 5);
     free_runs(runs, n);
     remove_dir(dir);
 }
@@ -240,6 +240,30 @@ END_TEST
 START_TEST(test_gpt_generate) {
     check_runs(false, "--exact", 0, 0, 0);
     check_runs(false, "--threads 2", 0, 0, 0);
+    check_runs(false, "--exact --no-kv-cache", 0, 0, 0); /* the book's loop: the same tokens */
+    check_runs(false, "--no-kv-cache", 0, 0, 0);
+}
+END_TEST
+
+/* --prompt - reads the prompt from stdin (its last newline dropped), and the text streams: the same line */
+START_TEST(test_gpt_prompt_from_stdin) {
+    static Run runs[16];
+    int n = load_runs(runs, 16), r = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(runs[i].flags, "--prompt \"Every effort moves you\"")) r = i;
+    ck_assert_int_ge(r, 0);
+    char flags[600], cmd[2048], *out;
+    snprintf(flags, sizeof flags, "%s", runs[r].flags);
+    char *p = strstr(flags, "--prompt \"Every effort moves you\"");
+    memmove(p, p + strlen("--prompt \"Every effort moves you\""), strlen(p + strlen("--prompt \"Every effort moves you\"")) + 1);
+    snprintf(cmd, sizeof cmd, "printf 'Every effort moves you\\n' | %s/gpt %s --prompt - --tokenizer %s 2>&1", build_dir(),
+             flags, shared_path("data/gpt2"));
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_int_eq(runs[r].n_out, 1);
+    ck_assert_msg(!strncmp(out, runs[r].out[0], strlen(runs[r].out[0])) && out[strlen(runs[r].out[0])] == '\n',
+                  "'%s' for '%s'", out, runs[r].out[0]);
+    free(out);
+    free_runs(runs, n);
 }
 END_TEST
 
@@ -340,6 +364,7 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_gpt_train_fast);
     tcase_add_test(tc, test_gpt_generate);
     tcase_add_test(tc, test_gpt_resume);
+    tcase_add_test(tc, test_gpt_prompt_from_stdin);
     tcase_add_test(tc, test_gpt_refusals);
     suite_add_tcase(s, tc);
     return s;
