@@ -59,6 +59,8 @@ static void usage(FILE *f) {
             "  --plot FILE.svg      the book's loss figure (train and val loss over epochs, tokens seen on top)\n"
             "generate:\n"
             "  --load FILE          the weights (a --save, or a safetensors state_dict with the book's names)\n"
+            "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors):\n"
+            "                       every size from config.json (the model flags are not used), qkv_bias, no dropout\n"
             "  --temperature X      0 is greedy (default)      --top-k N   keep the N largest logits\n"
             "  --eos-id N           stop at this token          --seed N   (123) the model's and the sampler's\n"
             "  --no-kv-cache        recompute the whole window for each token, as the book's loop does (the same\n"
@@ -89,7 +91,8 @@ typedef struct {
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, sample_tokens, top_k, eos_id;
     double drop, train_ratio, lr, weight_decay, temperature;
     bool qkv_bias, exact, no_kv_cache;
-    const char *prompt, *log, *save, *load, *plot;
+    const char *prompt, *log, *save, *load, *plot, *gpt2;
+    bool context_given;
 } Flags;
 
 static int bad_flags(const char *fmt, const char *arg) {
@@ -137,7 +140,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     static const char *const valued[] = {"--tokenizer", "--data", "--save-tokenizer", "--special", "--context",
         "--emb-dim", "--heads", "--layers", "--drop", "--seed", "--train-ratio", "--batch", "--lr", "--weight-decay",
         "--epochs", "--eval-freq", "--eval-iter", "--prompt", "--sample-tokens", "--log", "--save", "--load",
-        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", NULL};
+        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", "--gpt2", NULL};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -167,12 +170,13 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         else if (!strcmp(f, "--save")) a->save = v;
         else if (!strcmp(f, "--load")) a->load = v;
         else if (!strcmp(f, "--plot")) a->plot = v;
+        else if (!strcmp(f, "--gpt2")) a->gpt2 = v;
         else if (!strcmp(f, "--special")) {
             if (!strcmp(v, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
             else if (!strcmp(v, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
             else if (!strcmp(v, "raise")) a->special = TOKENIZER_DISALLOW_SPECIAL;
             else return bad_flags("--special takes allow, text or raise, not '%s'", v);
-        } else if (!strcmp(f, "--context")) ok = int_flag(f, v, 1, BIG, &a->context);
+        } else if (!strcmp(f, "--context")) ok = int_flag(f, v, 1, BIG, &a->context), a->context_given = true;
         else if (!strcmp(f, "--emb-dim")) ok = int_flag(f, v, 1, BIG, &a->emb_dim);
         else if (!strcmp(f, "--heads")) ok = int_flag(f, v, 1, BIG, &a->heads);
         else if (!strcmp(f, "--layers")) ok = int_flag(f, v, 1, BIG, &a->layers);
@@ -858,7 +862,11 @@ static bool on_token(int64_t token, void *ctx) {
 
 static int cmd_generate(const Flags *a) {
     nn_GPTConfig cfg = config(a);
-    if (!check_config(cfg)) return 1;
+    if (!a->gpt2 && !check_config(cfg)) return 1;
+    if (a->gpt2 && a->load) {
+        fprintf(stderr, "gpt: --gpt2 and --load both give the weights: one of them\n");
+        return 1;
+    }
     Tokenizer *tok = make_tokenizer(a);                                           /* tokenizer = GPT2Tokenizer(a.tokenizer) */
     if (!tok) return 1;
     int rc = 1;
@@ -877,7 +885,24 @@ static int cmd_generate(const Flags *a) {
         prompt = prompt_in;
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    nn_GPTModel *model = nn_GPTModel_new(cfg);                                    /* model = GPTModel(config(a)) */
+    int64_t context = a->context;
+    nn_GPTModel *model;
+    if (a->gpt2) {                                                                /* model = GPTModel(cfg); load_weights_into_gpt(model, params) */
+        char err[768];
+        if (!(model = nn_GPTModel_from_gpt2(a->gpt2, err, sizeof err))) {
+            fprintf(stderr, "gpt: --gpt2 %s: %s\n", a->gpt2, err);
+            goto out;
+        }
+        if (!a->context_given) context = model->cfg.context_length;
+        if (context > model->cfg.context_length) {
+            fprintf(stderr, "gpt: --context %lld is larger than the model's context_length (%lld, from %s/config.json)\n",
+                    (long long)context, (long long)model->cfg.context_length, a->gpt2);
+            nn_free(&model->module);
+            goto out;
+        }
+    } else {
+        model = nn_GPTModel_new(cfg);                                             /* model = GPTModel(config(a)) */
+    }
     if (a->load) {                                                                /* if a.load: model.load_state_dict(torch.load(a.load)) */
         char err[768];
         safetensors_File f;
@@ -901,10 +926,10 @@ static int cmd_generate(const Flags *a) {
         fputs("Output text: ", stdout);                                           /* print("Output text:", token_ids_to_text(ids, tokenizer)) */
         stream_print(&s, false);
         if (a->temperature == 0 && a->top_k < 0 && a->eos_id < 0)                 /* if a.temperature == 0 and a.top_k is None and a.eos_id is None: */
-            gpt_generate_ex(model, idx, a->sample_tokens, a->context, 0.0, 0, -1, !a->no_kv_cache, on_token, &s); /* generate_text_simple */
+            gpt_generate_ex(model, idx, a->sample_tokens, context, 0.0, 0, -1, !a->no_kv_cache, on_token, &s); /* generate_text_simple */
         else {
             torch_manual_seed((uint64_t)a->seed);                                 /*     torch.manual_seed(a.seed) */
-            gpt_generate_ex(model, idx, a->sample_tokens, a->context, a->temperature, a->top_k, a->eos_id, !a->no_kv_cache,
+            gpt_generate_ex(model, idx, a->sample_tokens, context, a->temperature, a->top_k, a->eos_id, !a->no_kv_cache,
                             on_token, &s);
         }
         stream_print(&s, true);

@@ -147,6 +147,14 @@ bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt
 bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
                       size_t errlen);
 
+/* OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors, as
+ * openai-community/gpt2 ships them; nn/gpt2_weights.c): the config from config.json (qkv_bias,
+ * drop_rate 0), the weights by the book's load_weights_into_gpt (Conv1D [in, out] transposed, c_attn
+ * split into W_query/W_key/W_value, out_head tied to wte, attn.bias buffers skipped, with or without
+ * a "transformer." prefix). NULL and the reason (the key, the shapes) in err. The model is drawn
+ * with the current generator first, as GPTModel(cfg) would be, then overwritten. */
+nn_GPTModel *nn_GPTModel_from_gpt2(const char *dir, char *err, size_t errlen);
+
 #ifdef __cplusplus
 }
 #endif

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 
 #include "gpt.h"
+#include "internal.h"
 #include "tests.h"
 
 /* ---- the ops ------------------------------------------------------------------------------------- */
@@ -123,8 +124,8 @@ typedef struct {
     double log[2048];
 } Run;
 
-static int load_runs(Run *runs, int max) {
-    char *text = read_text(data_path("gpt_golden.txt")), *save = NULL;
+static int load_runs_from(Run *runs, int max, const char *file) {
+    char *text = read_text(data_path(file)), *save = NULL;
     int n = -1;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
         if (!strncmp(line, "run ", 4)) {
@@ -134,6 +135,8 @@ static int load_runs(Run *runs, int max) {
         } else if (!strncmp(line, "out ", 4)) {
             ck_assert(runs[n].n_out < 128);
             runs[n].out[runs[n].n_out++] = strdup(line + 4);
+        } else if (n < 0) {
+            continue; /* records before the first run (logits) */
         } else if (!strncmp(line, "log ", 4)) {
             long step;
             double l;
@@ -144,6 +147,8 @@ static int load_runs(Run *runs, int max) {
     free(text);
     return n + 1;
 }
+
+static int load_runs(Run *runs, int max) { return load_runs_from(runs, max, "gpt_golden.txt"); }
 
 static void free_runs(Run *runs, int n) {
     for (int i = 0; i < n; i++)
@@ -353,6 +358,109 @@ START_TEST(test_gpt_refusals) {
 }
 END_TEST
 
+/* ---- GPT-2's weights in Hugging Face's layout (tests/tools/gen_gpt2_golden.py draws the same) ---- */
+
+enum { HV = 50257, HC = 32, HE = 16, HL = 2 };
+
+/* config.json + model.safetensors of the tool's weights: torch.manual_seed(5), randn(shape) * 0.02
+ * per key in order (LayerNorm weights 1 + randn * 0.1), the attn.bias buffers besides; `skip` leaves
+ * a key out, `bad` gives it one column too few, `config` replaces config.json's text. */
+static void write_gpt2(const char *dir, bool prefix, const char *skip, const char *bad, const char *config) {
+    char path[700], err[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    fputs(config ? config : "{\"activation_function\": \"gelu_new\", \"architectures\": [\"GPT2LMHeadModel\"], "
+                   "\"layer_norm_epsilon\": 1e-05, \"n_ctx\": 32, \"n_embd\": 16, \"n_head\": 2, \"n_layer\": 2, "
+                   "\"n_positions\": 32, \"task_specific_params\": {\"text-generation\": {\"do_sample\": true, "
+                   "\"max_length\": 50, \"note\": \"a \\\"quoted\\\" }\"}}, \"vocab_size\": 50257}", f);
+    fclose(f);
+    static char names[64][96];
+    Tensor *ts[64];
+    int n = 0;
+    torch_manual_seed(5);
+#define DRAW(nm, ln, ...) do {                                                                    \
+        Tensor *t_ = torch_randn(SHAPE(__VA_ARGS__));                                            \
+        t_ = (ln) ? torch_add_scalar(torch_mul_scalar(t_, 0.1), 1.0) : torch_mul_scalar(t_, 0.02); \
+        snprintf(names[n], sizeof names[n], "%s%s", prefix ? "transformer." : "", nm);            \
+        if (bad && !strcmp(nm, bad)) t_ = torch_slice(t_, t_->ndim - 1, 0, t_->shape[t_->ndim - 1] - 1); \
+        if (!(skip && !strcmp(nm, skip))) ts[n++] = t_;                                           \
+    } while (0)
+    DRAW("wte.weight", false, HV, HE);
+    DRAW("wpe.weight", false, HC, HE);
+    for (int b = 0; b < HL; b++) {
+        char k[12][64];
+        const char *suffix[12] = {"ln_1.weight", "ln_1.bias", "attn.c_attn.weight", "attn.c_attn.bias",
+                                  "attn.c_proj.weight", "attn.c_proj.bias", "ln_2.weight", "ln_2.bias",
+                                  "mlp.c_fc.weight", "mlp.c_fc.bias", "mlp.c_proj.weight", "mlp.c_proj.bias"};
+        for (int i = 0; i < 12; i++) snprintf(k[i], sizeof k[i], "h.%d.%s", b, suffix[i]);
+        DRAW(k[0], true, HE); DRAW(k[1], false, HE); DRAW(k[2], false, HE, 3 * HE); DRAW(k[3], false, 3 * HE);
+        DRAW(k[4], false, HE, HE); DRAW(k[5], false, HE); DRAW(k[6], true, HE); DRAW(k[7], false, HE);
+        DRAW(k[8], false, HE, 4 * HE); DRAW(k[9], false, 4 * HE); DRAW(k[10], false, 4 * HE, HE); DRAW(k[11], false, HE);
+    }
+    DRAW("ln_f.weight", true, HE);
+    DRAW("ln_f.bias", false, HE);
+#undef DRAW
+    for (int b = 0; b < HL; b++) { /* the causal-mask buffers GPT-2's files carry: skipped */
+        snprintf(names[n], sizeof names[n], "%sh.%d.attn.bias", prefix ? "transformer." : "", b);
+        ts[n++] = torch_tril(torch_ones(SHAPE(1, 1, HC, HC)), 0);
+    }
+    const char *nm[64];
+    for (int i = 0; i < n; i++) nm[i] = names[i];
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    ck_assert_msg(safetensors_save(path, (nn_TensorList){n, nm, ts}, 0, NULL, err, sizeof err), "%s", err);
+}
+
+START_TEST(test_gpt2_weights) {
+    char *dir = temp_dir(), cmd[4096], *out, err[768];
+    write_gpt2(dir, true, NULL, NULL, NULL);
+    /* the logits of "Hello, I am"'s last token against gpt.py's model after the book's mapping */
+    nn_GPTModel *m = nn_GPTModel_from_gpt2(dir, err, sizeof err);
+    ck_assert_msg(m != NULL, "%s", err);
+    ck_assert(m->cfg.qkv_bias && m->cfg.drop_rate == 0 && m->cfg.context_length == HC && m->cfg.n_heads == 2);
+    nn_eval(&m->module);
+    Tensor *logits = nn_GPTModel_forward(m, torch_tensor_long((int64_t[]){15496, 11, 314, 716}, SHAPE(1, 4)));
+    Golden g = golden("gpt2_golden.txt", "logits");
+    assert_close(ac_cdata(torch_contiguous(torch_slice(torch_select(torch_select(logits, 0, 0), 0, -1), 0, 0, 64))), g.v, 64,
+                 1e-6, 1e-5, "GPT-2 logits");
+    nn_free(&m->module);
+    /* generate --gpt2: gpt.py's lines, with and without the "transformer." prefix, with and without the cache */
+    static Run runs[8];
+    int n = load_runs_from(runs, 8, "gpt2_golden.txt");
+    ck_assert_int_eq(n, 3);
+    for (int pass = 0; pass < 2; pass++) {
+        if (pass) write_gpt2(dir, false, NULL, NULL, NULL);
+        for (int i = 0; i < n; i++) {
+            snprintf(cmd, sizeof cmd, "%s/gpt generate --gpt2 %s --tokenizer %s %.600s%s 2>&1", build_dir(), dir,
+                     shared_path("data/gpt2"), runs[i].flags, pass && i == 2 ? " --no-kv-cache" : "");
+            ck_assert_int_eq(run_command(cmd, &out), 0);
+            ck_assert_msg(!strncmp(out, runs[i].out[0], strlen(runs[i].out[0])) && out[strlen(runs[i].out[0])] == '\n',
+                          "'%s'\n  for gpt.py's '%s'", out, runs[i].out[0]);
+            free(out);
+        }
+    }
+    free_runs(runs, n);
+    /* refusals name the key, the shapes, the config field */
+    struct { const char *skip, *bad, *config, *flags, *needle; } bad[] = {
+        {"ln_f.bias", NULL, NULL, "", "model.safetensors has no \"transformer.ln_f.bias\""},
+        {NULL, "h.1.attn.c_attn.weight", NULL, "", "\"h.1.attn.c_attn.weight\" is float32 [16, 47]; config.json makes it float32 [16, 48]"},
+        {NULL, NULL, "{\"n_head\": 2, \"n_layer\": 2, \"n_positions\": 32, \"vocab_size\": 50257}", "", "has no \"n_embd\""},
+        {NULL, NULL, "{\"n_embd\": 15, \"n_head\": 2, \"n_layer\": 2, \"n_positions\": 32, \"vocab_size\": 50257}", "",
+         "emb_dim (15) must be divisible by n_heads (2)"},
+        {NULL, NULL, "[1, 2", "", "not a JSON object"},
+        {NULL, NULL, NULL, "--context 64", "--context 64 is larger than the model's context_length (32"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        write_gpt2(dir, i % 2 == 0, bad[i].skip, bad[i].bad, bad[i].config);
+        snprintf(cmd, sizeof cmd, "%s/gpt generate --gpt2 %s --tokenizer %s %s 2>&1", build_dir(), dir,
+                 shared_path("data/gpt2"), bad[i].flags);
+        ck_assert_int_eq(run_command(cmd, &out), 1);
+        ck_assert_msg(strstr(out, bad[i].needle), "case %zu: '%s' not in: %s", i, bad[i].needle, out);
+        free(out);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *suite_gpt(void) {
     Suite *s = suite_create("gpt");
     TCase *tc = tcase("gpt");
@@ -366,6 +474,7 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_gpt_resume);
     tcase_add_test(tc, test_gpt_prompt_from_stdin);
     tcase_add_test(tc, test_gpt_refusals);
+    tcase_add_test(tc, test_gpt2_weights);
     suite_add_tcase(s, tc);
     return s;
 }
