@@ -78,6 +78,14 @@ $(B)/gen/article_sources.h: examples/article.c nn/attention.c examples/embed_sou
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
+$(B)/gpt: $(B)/gen/gpt_sources.h
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt.c nn/attention.c examples/embed_source.c
+	@mkdir -p $(dir $@)
+	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source_gpt
+	{ ./$(B)/embed_source_gpt gpt_example_source examples/gpt.c && \
+	  ./$(B)/embed_source_gpt gpt_model_source nn/gpt.c && \
+	  ./$(B)/embed_source_gpt gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
+
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 

@@ -272,69 +272,9 @@ static void picture_graph(const char *file, const char *caption, Tensor *y, nn_M
 
 /* ---- the page: this file's article() split at its section() lines ------------------------------------ */
 
-typedef struct { int n, cap; ac_code_row *rows; } Rows;
-
-static void push_row(Rows *r, ac_code_row row) {
-    if (r->n == r->cap) {
-        r->cap = r->cap ? 2 * r->cap : 64;
-        r->rows = realloc(r->rows, sizeof(ac_code_row) * (size_t)r->cap);
-        if (!r->rows) {
-            fprintf(stderr, "article: out of memory\n");
-            exit(1);
-        }
-    }
-    r->rows[r->n++] = row;
-}
-
-static const char *skip_blanks(const char *p) {
-    while (*p == ' ' || *p == '\t') p++;
-    return p;
-}
-
-/* The common indentation of the C column goes, as a reader expects. */
-static void dedent(Rows *r) {
-    size_t min = (size_t)-1;
-    for (int i = 0; i < r->n; i++)
-        if (r->rows[i].c[0]) {
-            size_t k = (size_t)(skip_blanks(r->rows[i].c) - r->rows[i].c);
-            if (k < min) min = k;
-        }
-    for (int i = 0; min != (size_t)-1 && i < r->n; i++)
-        if (r->rows[i].c[0]) memmove((char *)r->rows[i].c, r->rows[i].c + min, strlen(r->rows[i].c + min) + 1);
-}
-
-/* Rows of the lines from `from` up to (not including) the line that starts with `stop`
- * at column 0, or, when section is set, the next section() line; comment-only lines,
- * blank lines and picture_ lines are left out. Returns where it stopped. */
-static const char *collect(const char *from, bool sections, Rows *r) {
-    const char *p = from;
-    while (*p) {
-        const char *e = strchr(p, '\n');
-        if (!e) e = p + strlen(p);
-        const char *t = skip_blanks(p);
-        if (p[0] == '}' || (sections && strncmp(t, "section(", 8) == 0)) return p;
-        bool skip = t == e || strncmp(t, "/*", 2) == 0 || strncmp(t, "//", 2) == 0 || strncmp(t, "* ", 2) == 0 ||
-                    strncmp(t, "*/", 2) == 0 || strncmp(t, "picture_", 8) == 0;
-        if (!skip) push_row(r, ac_split_line(p, (size_t)(e - p)));
-        p = *e ? e + 1 : e;
-    }
-    return p;
-}
-
-/* The definition of function `name` in src: the line that starts at column 0
- * and names it before a "{" (not a ";"), through the "}" at column 0. */
-static void function_rows(const char *src, const char *name, Rows *r) {
-    size_t n = strlen(name);
-    for (const char *p = src; (p = strstr(p, name)) != NULL; p += n) {
-        const char *bol = p;
-        while (bol > src && bol[-1] != '\n') bol--;
-        if (p[n] != '(' || *bol == ' ' || *bol == '/' || *bol == '*') continue;
-        size_t until = strcspn(p, "{;");
-        if (p[until] != '{') continue; /* a declaration */
-        collect(bol, false, r);
-        push_row(r, ac_split_line("}", 1));
-        return;
-    }
+/* The C of a function of nn/attention.c, its lines as rows; exits if it is not there. */
+static void function_rows(const char *src, const char *name, ac_rows *r) {
+    if (ac_rows_function(src, name, r)) return;
     fprintf(stderr, "article: %s not found in nn/attention.c\n", name);
     exit(1);
 }
@@ -366,15 +306,15 @@ static void write_page(FILE *f, const char *out, size_t out_len) {
         char title[160];
         snprintf(title, sizeof title, "%d. %s", i + 1, s->title);
         ac_page_section_begin(f, ids[i], title);
-        Rows r = {0};
-        p = collect(strchr(p, '\n') + 1, true, &r);
-        dedent(&r);
+        ac_rows r = {0};
+        p = ac_rows_collect(strchr(p, '\n') + 1, "section(", &r);
+        ac_rows_dedent(&r);
         ac_page_code(f, NULL, "Python (the article)", "C (examples/article.c)", r.n, r.rows);
         ac_code_rows_free(r.n, r.rows);
         if (s->classes) { /* the classes the section defines, from nn/attention.c */
             char names[256];
             snprintf(names, sizeof names, "%s", s->classes);
-            Rows cr = {0};
+            ac_rows cr = {0};
             for (char *nm = strtok(names, " "); nm; nm = strtok(NULL, " ")) function_rows(attention_c_source, nm, &cr);
             char cap[160];
             snprintf(cap, sizeof cap, "The class in nn/attention.c (%s)", s->classes);

@@ -28,6 +28,8 @@
 #include "tokenizer.h"
 #include "viz.h"
 
+#include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/gpt.c, nn/attention.c */
+
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
 
@@ -57,6 +59,8 @@ static void usage(FILE *f) {
             "  --save FILE          the model, AdamW and the generator as safetensors at the end (and on Ctrl-C,\n"
             "                       the last whole step); --load FILE resumes from it, exactly\n"
             "  --plot FILE.svg      the book's loss figure (train and val loss over epochs, tokens seen on top)\n"
+            "  --html FILE          the reader's page: the book's Python beside this C, the run's output and\n"
+            "                       pictures (gpt --html FILE trains with the flags given, the book's run by default)\n"
             "generate:\n"
             "  --load FILE          the weights (a --save, or a safetensors state_dict with the book's names)\n"
             "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors):\n"
@@ -91,7 +95,7 @@ typedef struct {
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, sample_tokens, top_k, eos_id;
     double drop, train_ratio, lr, weight_decay, temperature;
     bool qkv_bias, exact, no_kv_cache;
-    const char *prompt, *log, *save, *load, *plot, *gpt2;
+    const char *prompt, *log, *save, *load, *plot, *gpt2, *html;
     bool context_given;
 } Flags;
 
@@ -140,7 +144,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     static const char *const valued[] = {"--tokenizer", "--data", "--save-tokenizer", "--special", "--context",
         "--emb-dim", "--heads", "--layers", "--drop", "--seed", "--train-ratio", "--batch", "--lr", "--weight-decay",
         "--epochs", "--eval-freq", "--eval-iter", "--prompt", "--sample-tokens", "--log", "--save", "--load",
-        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", "--gpt2", NULL};
+        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", "--gpt2", "--html", NULL};
     for (int i = 1; i < argc; i++) {
         const char *f = argv[i], *v = NULL;
         if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
@@ -171,6 +175,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         else if (!strcmp(f, "--load")) a->load = v;
         else if (!strcmp(f, "--plot")) a->plot = v;
         else if (!strcmp(f, "--gpt2")) a->gpt2 = v;
+        else if (!strcmp(f, "--html")) a->html = v;
         else if (!strcmp(f, "--special")) {
             if (!strcmp(v, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
             else if (!strcmp(v, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
@@ -200,7 +205,9 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         }
         if (!ok) return 2;
     }
+    if (!a->command && a->html) a->command = "train"; /* gpt --html FILE: the page of a training run */
     if (!a->command) return bad_flags("%s", "give a command: train, generate or tokenize");
+    if (a->html && strcmp(a->command, "train")) return bad_flags("--html goes with train (the page shows a run), not %s", a->command);
     bool train = !strcmp(a->command, "train");
     if (a->context < 0) a->context = train ? 256 : 1024;                       /* a.context or (256 if train else 1024) */
     if (!a->prompt) a->prompt = train ? "Every effort moves you" : "Hello, I am";
@@ -505,6 +512,138 @@ static bool write_losses(const char *path, const Curve *c, double tokens_per_epo
     return false;
 }
 
+/* ---- the reader's page (--html): what the run leaves for it ---- */
+
+typedef struct { char *loss_svg, *attn_svg, *topk_svg; } PagePictures;
+static PagePictures page_pics;
+static bool page_wanted;
+
+/* draw() into a string (malloc'd) */
+static char *draw_to_string(bool (*draw)(FILE *, void *), void *u) {
+    FILE *f = tmpfile();
+    if (!f || !draw(f, u)) {
+        if (f) fclose(f);
+        return NULL;
+    }
+    long n = ftell(f);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    rewind(f);
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) free(text), text = NULL;
+    if (text) text[n] = 0;
+    fclose(f);
+    return text;
+}
+
+typedef struct { Tensor *w; ac_heatmap_opts o; } Heat;
+static bool draw_heat(FILE *f, void *u) { return ac_heatmap_svg(f, ((Heat *)u)->w, &((Heat *)u)->o); }
+
+/* The trained model on the prompt: block 0's heads, and the sampler's top 25 after temperature 1.4 */
+static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, const Curve *curve, double tokens_per_epoch) {
+    CurvePlot cp = {curve, tokens_per_epoch};
+    page_pics.loss_svg = draw_to_string(draw_losses, &cp);
+    ac_mark m = ac_arena_mark();
+    nn_eval(&model->module);
+    bool prev = torch_no_grad_enter();
+    int64_t t = start->shape[1] < model->cfg.context_length ? start->shape[1] : model->cfg.context_length;
+    Tensor *ids = torch_slice(start, 1, 0, t);
+    Tensor *logits = nn_GPTModel_forward(model, ids);
+    Tensor *w = nn_GPTModel_block(model, 0)->att->last_attn_weights;
+    const char **labels = ac_arena_alloc(sizeof(char *) * (size_t)t);
+    for (int64_t i = 0; i < t; i++) {
+        size_t len;
+        labels[i] = token_ids_to_text(torch_slice(ids, 1, i, i + 1), tok, &len);
+    }
+    int64_t heads = w->shape[1] < 4 ? w->shape[1] : 4;
+    Heat h = {torch_slice(torch_select(w, 0, 0), 0, 0, heads), {.title = "trf_blocks[0].att: the first heads' weights",
+              .row_labels = labels, .col_labels = labels, .show_values = 0}};
+    page_pics.attn_svg = draw_to_string(draw_heat, &h);
+    int64_t k = 25 < model->cfg.vocab_size ? 25 : model->cfg.vocab_size;
+    torch_return_types top = torch_topk(torch_select(logits, 1, -1), k, -1, true, true); /* top_logits, top_pos = torch.topk(logits, 25) */
+    Tensor *probs = torch_softmax(torch_div_scalar(torch_select(top.values, 0, 0), 1.4), -1); /* softmax(top_logits / 1.4) */
+    const char **names = ac_arena_alloc(sizeof(char *) * (size_t)k);
+    for (int64_t i = 0; i < k; i++) {
+        size_t len;
+        names[i] = token_ids_to_text(torch_slice(torch_select(top.indices, 0, 0), 0, i, i + 1), tok, &len);
+    }
+    Heat p = {probs, {.title = "the sampler: the next token's top 25 after temperature 1.4", .col_labels = names,
+              .show_values = 1}};
+    page_pics.topk_svg = draw_to_string(draw_heat, &p);
+    torch_no_grad_exit(prev);
+    ac_arena_release(m);
+}
+
+/* The rows of functions of a source text, one table */
+static void code_table(FILE *f, const char *caption, const char *src, const char *src_name, const char *names) {
+    ac_rows r = {0};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", names);
+    for (char *nm = strtok(buf, " "); nm; nm = strtok(NULL, " "))
+        if (!ac_rows_function(src, nm, &r)) {
+            fprintf(stderr, "gpt: %s not found in %s\n", nm, src_name);
+            exit(1);
+        }
+    char head[128];
+    snprintf(head, sizeof head, "C (%s)", src_name);
+    ac_page_code(f, caption, "Python (the book, as gpt.py)", head, r.n, r.rows);
+    ac_code_rows_free(r.n, r.rows);
+}
+
+static void write_page(FILE *f, const char *out, size_t len) {
+    ac_page_begin(f, "The book's GPT: chapters 4 and 5 in Python beside C",
+                  "<p>Chapters 4 and 5 of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i> as "
+                  "<code>../shared/pytorch/gpt.py</code> writes them: the Python on the left, <b>attention.c</b> on the "
+                  "right, row for row (each C line carries the Python it does), and what this run printed and drew. The C "
+                  "column is <code>nn/gpt.c</code>, <code>nn/attention.c</code> and <code>examples/gpt.c</code> themselves. "
+                  "Made by <code>./build/gpt --html FILE</code>; no script, no network.</p>");
+    static const char *ids[] = {"model", "layers", "block", "loss", "train", "sample"};
+    static const char *titles[] = {"Chapter 4: GPTModel", "Chapter 4: LayerNorm and GELU",
+                                   "Chapters 3-4: attention, feed forward, the transformer block",
+                                   "Chapter 5: the loss of a batch and of a loader", "Chapter 5: pretraining",
+                                   "Chapter 5: sampling: temperature and top-k"};
+    ac_page_toc(f, 6, ids, titles);
+    /* the run's output: the two initial losses, the training's lines, the two outputs */
+    const char *train_at = out, *sample_at = out + len;
+    for (int i = 0; i < 2 && train_at < out + len; i++) train_at = strchr(train_at, '\n') ? strchr(train_at, '\n') + 1 : out + len;
+    const char *o = strstr(train_at, "Output text:\n");
+    if (o) sample_at = o;
+    for (int s = 0; s < 6; s++) {
+        ac_page_section_begin(f, ids[s], titles[s]);
+        const char *figs[1], *caps[1];
+        int nf = 0;
+        switch (s) {
+        case 0: code_table(f, NULL, gpt_model_source, "nn/gpt.c", "nn_GPTModel_new nn_GPTModel_forward"); break;
+        case 1:
+            code_table(f, NULL, gpt_model_source, "nn/gpt.c", "nn_GPTLayerNorm_new nn_GPTLayerNorm_forward nn_GPTGELU_forward");
+            break;
+        case 2:
+            code_table(f, "MultiHeadAttention (chapter 3)", gpt_attention_source, "nn/attention.c",
+                       "nn_MultiHeadAttention_new_ex nn_MultiHeadAttention_forward");
+            code_table(f, "FeedForward and TransformerBlock", gpt_model_source, "nn/gpt.c",
+                       "nn_FeedForward_new nn_TransformerBlock_new nn_TransformerBlock_forward");
+            if (page_pics.attn_svg) figs[nf] = page_pics.attn_svg, caps[nf++] = "The trained model's first block on the prompt";
+            break;
+        case 3:
+            code_table(f, NULL, gpt_model_source, "nn/gpt.c", "gpt_calc_loss_batch gpt_calc_loss_loader gpt_evaluate_model");
+            ac_page_output(f, out, (size_t)(train_at - out));
+            break;
+        case 4:
+            code_table(f, NULL, gpt_example_source, "examples/gpt.c", "cmd_train");
+            ac_page_output(f, train_at, (size_t)(sample_at - train_at));
+            if (page_pics.loss_svg) figs[nf] = page_pics.loss_svg, caps[nf++] = "Training and validation loss (the book's figure)";
+            break;
+        case 5:
+            code_table(f, NULL, gpt_model_source, "nn/gpt.c", "gpt_generate_ex");
+            ac_page_output(f, sample_at, (size_t)(out + len - sample_at));
+            if (page_pics.topk_svg) figs[nf] = page_pics.topk_svg, caps[nf++] = "The probabilities the sampler draws the next token from";
+            break;
+        }
+        ac_page_figures(f, nf, figs, caps);
+        ac_page_section_end(f);
+    }
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. With gpt.py's defaults this run prints the book's own chapter 5 "
+                   "lines (<code>make chapter5</code> checks them).</p>");
+}
+
 /* Where a run stands: what --save writes beside the weights, AdamW and the generator. */
 typedef struct {
     int64_t epoch, batches_done, global_step, tokens_seen; /* batches_done: of this epoch's, -1 at its start */
@@ -803,6 +942,7 @@ static int cmd_train(const Flags *a) {
         goto done;
     }
     torch_Generator at_end = torch_default_generator; /* where a --load of the --save goes on from */
+    if (page_wanted) page_pictures(model, tok, start, &curve, tokens_per_epoch);
     fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             /* print(f"(training took ...)", file=sys.stderr) */
     nn_eval(&model->module);                                                      /* model.eval() */
     size_t tl;
@@ -945,6 +1085,58 @@ out:
     return rc;
 }
 
+/* gpt train --html FILE: the run with stdout going to a temporary file, so that the page can show it,
+ * then printed as usual, then the page. */
+static int train_with_page(const Flags *a) {
+    char err[512];
+    if (!ac_output_path_check(a->html, true, err, sizeof err)) {
+        fprintf(stderr, "gpt: --html %s\n", err);
+        return 1;
+    }
+    FILE *cap = tmpfile();
+    int saved = dup(1);
+    if (!cap || saved < 0) {
+        fprintf(stderr, "gpt: --html: no temporary file: %s\n", strerror(errno));
+        return 1;
+    }
+    fflush(stdout);
+    dup2(fileno(cap), 1);
+    page_wanted = true;
+    int rc = cmd_train(a);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    long n = lseek(fileno(cap), 0, SEEK_END);
+    char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    rewind(cap);
+    if (!out || fread(out, 1, (size_t)n, cap) != (size_t)n) {
+        fprintf(stderr, "gpt: --html: cannot read back the output\n");
+        fclose(cap);
+        free(out);
+        return 1;
+    }
+    out[n] = 0;
+    fclose(cap);
+    fwrite(out, 1, (size_t)n, stdout);
+    if (rc == 0) {
+        FILE *page = fopen(a->html, "wb");
+        if (!page) {
+            fprintf(stderr, "gpt: cannot write --html %s: %s\n", a->html, strerror(errno));
+            rc = 1;
+        } else {
+            write_page(page, out, (size_t)n);
+            bool ok = !ferror(page);
+            if (fclose(page) != 0 || !ok) {
+                fprintf(stderr, "gpt: writing --html %s failed\n", a->html);
+                rc = 1;
+            }
+        }
+    }
+    free(out);
+    free(page_pics.loss_svg), free(page_pics.attn_svg), free(page_pics.topk_svg);
+    return rc;
+}
+
 static void on_error(ac_error_kind kind, const char *msg, void *user) {
     fflush(stdout);
     fprintf(stderr, "gpt: %s: %s\n", ac_error_kind_name(kind), msg);
@@ -957,6 +1149,7 @@ int main(int argc, char **argv) {
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
     if (!strcmp(a.command, "tokenize")) rc = cmd_tokenize(&a);
+    else if (!strcmp(a.command, "train") && a.html) rc = train_with_page(&a);
     else if (!strcmp(a.command, "train")) rc = cmd_train(&a);
     else if (!strcmp(a.command, "generate")) rc = cmd_generate(&a);
     else return bad_flags("unknown command '%s': the commands are train, generate and tokenize", a.command);

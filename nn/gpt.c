@@ -73,15 +73,15 @@ static Tensor *ln_fwd(nn_Module *m, Tensor *x) { return nn_GPTLayerNorm_forward(
 nn_GPTLayerNorm *nn_GPTLayerNorm_new(int64_t emb_dim) {                          // def __init__(self, emb_dim):
     nn_GPTLayerNorm *l = nn_module_new(sizeof *l, "LayerNorm", ln_fwd);
     l->eps = 1e-5;                                                                //     self.eps = 1e-5
-    l->scale = nn_register_parameter(&l->module, "scale", torch_ones(SHAPE(emb_dim)));  // self.scale = nn.Parameter(torch.ones(emb_dim))
-    l->shift = nn_register_parameter(&l->module, "shift", torch_zeros(SHAPE(emb_dim))); // self.shift = nn.Parameter(torch.zeros(emb_dim))
+    l->scale = nn_register_parameter(&l->module, "scale", torch_ones(SHAPE(emb_dim)));  //     self.scale = nn.Parameter(torch.ones(emb_dim))
+    l->shift = nn_register_parameter(&l->module, "shift", torch_zeros(SHAPE(emb_dim))); //     self.shift = nn.Parameter(torch.zeros(emb_dim))
     return l;
 }
 
 Tensor *nn_GPTLayerNorm_forward(nn_GPTLayerNorm *self, Tensor *x) {              // def forward(self, x):
     Tensor *mean = torch_mean_dim(x, 1, (int64_t[]){-1}, true);                   //     mean = x.mean(dim=-1, keepdim=True)
     Tensor *var = torch_var_dim(x, 1, (int64_t[]){-1}, false, true);              //     var = x.var(dim=-1, keepdim=True, unbiased=False)
-    Tensor *norm_x = torch_div(torch_sub(x, mean), torch_sqrt(torch_add_scalar(var, self->eps))); // norm_x = (x - mean) / torch.sqrt(var + self.eps)
+    Tensor *norm_x = torch_div(torch_sub(x, mean), torch_sqrt(torch_add_scalar(var, self->eps))); //     norm_x = (x - mean) / torch.sqrt(var + self.eps)
     return torch_add(torch_mul(self->scale, norm_x), self->shift);                //     return self.scale * norm_x + self.shift
 }
 
@@ -104,7 +104,7 @@ nn_FeedForward *nn_FeedForward_new(nn_GPTConfig cfg) {                          
     f->layers = (nn_Sequential *)nn_register_module(&f->module, "layers",         //     self.layers = nn.Sequential(
         &nn_Sequential_new(MODULES(&nn_Linear_new(e, 4 * e, true)->module,       //         nn.Linear(e, 4 * e),
                                    &nn_GPTGELU_new()->module,                     //         GELU(),
-                                   &nn_Linear_new(4 * e, e, true)->module))->module); // nn.Linear(4 * e, e))
+                                   &nn_Linear_new(4 * e, e, true)->module))->module); //         nn.Linear(4 * e, e))
     return f;
 }
 
@@ -118,8 +118,8 @@ nn_TransformerBlock *nn_TransformerBlock_new(nn_GPTConfig cfg) {                
     nn_TransformerBlock *b = nn_module_new(sizeof *b, "TransformerBlock", block_fwd);
     b->att = (nn_MultiHeadAttention *)nn_register_module(&b->module, "att",       //     self.att = MultiHeadAttention(
         &nn_MultiHeadAttention_new_ex(cfg.emb_dim, cfg.emb_dim, cfg.context_length, //       d_in, d_out, context_length,
-                                      cfg.drop_rate, cfg.n_heads, cfg.qkv_bias)->module); // dropout, num_heads, qkv_bias)
-    b->ff = (nn_FeedForward *)nn_register_module(&b->module, "ff", &nn_FeedForward_new(cfg)->module); // self.ff = FeedForward(cfg)
+                                      cfg.drop_rate, cfg.n_heads, cfg.qkv_bias)->module); //       dropout, num_heads, qkv_bias)
+    b->ff = (nn_FeedForward *)nn_register_module(&b->module, "ff", &nn_FeedForward_new(cfg)->module); //     self.ff = FeedForward(cfg)
     b->norm1 = (nn_GPTLayerNorm *)nn_register_module(&b->module, "norm1", &nn_GPTLayerNorm_new(cfg.emb_dim)->module);
     b->norm2 = (nn_GPTLayerNorm *)nn_register_module(&b->module, "norm2", &nn_GPTLayerNorm_new(cfg.emb_dim)->module);
     b->drop_shortcut = (nn_Dropout *)nn_register_module(&b->module, "drop_shortcut", &nn_Dropout_new(cfg.drop_rate)->module);
@@ -128,9 +128,9 @@ nn_TransformerBlock *nn_TransformerBlock_new(nn_GPTConfig cfg) {                
 
 Tensor *nn_TransformerBlock_forward(nn_TransformerBlock *self, Tensor *x) {      // def forward(self, x):
     x = torch_add(x, nn_Dropout_forward(self->drop_shortcut,                      //     x = x + self.drop_shortcut(
-        nn_MultiHeadAttention_forward(self->att, nn_GPTLayerNorm_forward(self->norm1, x)))); // self.att(self.norm1(x)))
+        nn_MultiHeadAttention_forward(self->att, nn_GPTLayerNorm_forward(self->norm1, x)))); //         self.att(self.norm1(x)))
     return torch_add(x, nn_Dropout_forward(self->drop_shortcut,                   //     return x + self.drop_shortcut(
-        nn_FeedForward_forward(self->ff, nn_GPTLayerNorm_forward(self->norm2, x)))); // self.ff(self.norm2(x)))
+        nn_FeedForward_forward(self->ff, nn_GPTLayerNorm_forward(self->norm2, x)))); //         self.ff(self.norm2(x)))
 }
 
 /* ---- GPTModel ------------------------------------------------------------------------------------ */
@@ -176,9 +176,9 @@ Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                
         ac_error("GPTModel: the input has %lld tokens, but context_length is %lld", (long long)seq_len,
                  (long long)self->cfg.context_length);
     Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, in_idx),            //     x = self.tok_emb(in_idx) +
-                          nn_Embedding_forward(self->pos_emb, torch_arange(seq_len))); //   self.pos_emb(torch.arange(seq_len))
-    x = nn_Sequential_forward(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x)); // x = self.trf_blocks(self.drop_emb(x))
-    return nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, x)); // return self.out_head(self.final_norm(x))
+                          nn_Embedding_forward(self->pos_emb, torch_arange(seq_len))); //         self.pos_emb(torch.arange(seq_len))
+    x = nn_Sequential_forward(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x)); //     x = self.trf_blocks(self.drop_emb(x))
+    return nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, x)); //     return self.out_head(self.final_norm(x))
 }
 
 /* ---- the KV cache ---------------------------------------------------------------------------------- */
@@ -302,6 +302,7 @@ static Tensor *cached_logits(nn_GPTModel *model, gpt_KVCache *kv, const Ids *s, 
 
 Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                         double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, gpt_token_fn on_token, void *ctx) {
+    /* def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None): */
     const char *op = "generate";
     if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
     if (!(temperature >= 0.0)) ac_error("%s: temperature must be >= 0, got %g", op, temperature);
@@ -314,24 +315,24 @@ Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens,
     gpt_KVCache *kv = kv_cache ? gpt_KVCache_new(model) : NULL;
     int64_t window0 = -1;
     bool prev = torch_no_grad_enter();
-    for (int64_t step = 0; step < max_new_tokens; step++) {                      // for _ in range(max_new_tokens):
+    for (int64_t step = 0; step < max_new_tokens; step++) {                      //     for _ in range(max_new_tokens):
         ac_mark mk = ac_arena_mark();
-        Tensor *logits = kv ? cached_logits(model, kv, &s, context_size, &window0) //     logits = model(idx[:, -context_size:])[:, -1, :]
+        Tensor *logits = kv ? cached_logits(model, kv, &s, context_size, &window0) //         logits = model(idx[:, -context_size:])[:, -1, :]
                             : last_logits(model, &s, context_size);
-        if (top_k > 0) {                                                          //     if top_k is not None:
-            Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //        top_logits, _ = torch.topk(logits, top_k)
-            logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //     logits = torch.where(logits < top_logits[:, -1],
-                                 torch_scalar_tensor(-INFINITY), logits);         //            torch.tensor(float("-inf")), logits)
+        if (top_k > 0) {                                                          //         if top_k is not None:
+            Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //             top_logits, _ = torch.topk(logits, top_k)
+            logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //             logits = torch.where(logits < top_logits[:, -1],
+                                 torch_scalar_tensor(-INFINITY), logits);         //                 torch.tensor(float("-inf")), logits)
         }
         Tensor *idx_next;
-        if (temperature > 0.0)                                                    //     if temperature > 0.0:
-            idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false);
-        else                                                                      //     else:
-            idx_next = torch_argmax(logits, -1, true);                            //         idx_next = torch.argmax(logits, dim=-1, keepdim=True)
+        if (temperature > 0.0)                                                    //         if temperature > 0.0:
+            idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false); /*             idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1) */
+        else                                                                      //         else:
+            idx_next = torch_argmax(logits, -1, true);                            //             idx_next = torch.argmax(logits, dim=-1, keepdim=True)
         int64_t next = ((const int64_t *)idx_next->data)[0];
         ac_arena_release(mk);
-        if (eos_id >= 0 && next == eos_id) break;                                 //     if idx_next == eos_id: break
-        ids_push(&s, next);                                                       //     idx = torch.cat((idx, idx_next), dim=1)
+        if (eos_id >= 0 && next == eos_id) break;                                 //         if idx_next == eos_id: break
+        ids_push(&s, next);                                                       //         idx = torch.cat((idx, idx_next), dim=1)
         if (on_token && !on_token(next, ctx)) break;
     }
     torch_no_grad_exit(prev);
@@ -352,33 +353,33 @@ Tensor *gpt_generate_text_simple(nn_GPTModel *model, Tensor *idx, int64_t max_ne
 
 /* ---- losses -------------------------------------------------------------------------------------- */
 
-Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model) {
-    Tensor *logits = nn_GPTModel_forward(model, input_batch);                     // logits = model(input_batch)
-    return torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(target_batch, 0, -1), -100);
+Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model) { // def calc_loss_batch(input_batch, target_batch, model):
+    Tensor *logits = nn_GPTModel_forward(model, input_batch);                     //     logits = model(input_batch)
+    return torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(target_batch, 0, -1), -100); //     return F.cross_entropy(logits.flatten(0, 1), target_batch.flatten())
 }
 
-double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_batches) {
+double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_batches) { // def calc_loss_loader(loader, model, num_batches=None):
     int64_t len = DataLoader_len(loader);
-    if (len == 0) return NAN;                                                     // if len(loader) == 0: return float("nan")
-    num_batches = num_batches < 0 ? len : num_batches < len ? num_batches : len;
-    double total = 0.0;                                                           // total = 0.0
-    DataLoaderIter it = DataLoader_iter(loader);                                  // for i, (x, y) in enumerate(loader):
+    if (len == 0) return NAN;                                                     //     if len(loader) == 0: return float("nan")
+    num_batches = num_batches < 0 ? len : num_batches < len ? num_batches : len; //     num_batches = min(num_batches, len(loader))
+    double total = 0.0;                                                           //     total = 0.0
+    DataLoaderIter it = DataLoader_iter(loader);                                  //     for i, (x, y) in enumerate(loader):
     Tensor *x, *y;
     for (int64_t i = 0; i < num_batches && DataLoaderIter_next(&it, &x, &y); i++) {
         ac_mark mk = ac_arena_mark();
-        total += torch_item(gpt_calc_loss_batch(x, y, model));                    //     total += calc_loss_batch(x, y, model).item()
+        total += torch_item(gpt_calc_loss_batch(x, y, model));                    //         total += calc_loss_batch(x, y, model).item()
         ac_arena_release(mk);
     }
     DataLoaderIter_free(&it);
-    return total / (double)num_batches;                                           // return total / num_batches
+    return total / (double)num_batches;                                           //     return total / num_batches
 }
 
 void gpt_evaluate_model(nn_GPTModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,
-                        double *train_loss, double *val_loss) {
-    nn_eval(&model->module);                                                      // model.eval()
-    bool prev = torch_no_grad_enter();                                            // with torch.no_grad():
-    *train_loss = gpt_calc_loss_loader(train_loader, model, eval_iter);
-    *val_loss = gpt_calc_loss_loader(val_loader, model, eval_iter);
+                        double *train_loss, double *val_loss) {               // def evaluate_model(model, train_loader, val_loader, eval_iter):
+    nn_eval(&model->module);                                                      //     model.eval()
+    bool prev = torch_no_grad_enter();                                            //     with torch.no_grad():
+    *train_loss = gpt_calc_loss_loader(train_loader, model, eval_iter);          //         train_loss = calc_loss_loader(train_loader, model, eval_iter)
+    *val_loss = gpt_calc_loss_loader(val_loader, model, eval_iter);              //         val_loss = calc_loss_loader(val_loader, model, eval_iter)
     torch_no_grad_exit(prev);
-    nn_train(&model->module, true);                                               // model.train()
+    nn_train(&model->module, true);                                               //     model.train()
 }

@@ -167,3 +167,60 @@ void ac_code_rows_free(int n, ac_code_row *rows) {
     for (int i = 0; i < n; i++) free((char *)rows[i].c), free((char *)rows[i].python);
     free(rows);
 }
+
+/* ---- rows of a source text (the C column of a page, its comments the Python) ---------------------- */
+
+static void push_row(ac_rows *r, ac_code_row row) {
+    if (r->n == r->cap) {
+        r->cap = r->cap ? 2 * r->cap : 64;
+        r->rows = ac_realloc(r->rows, sizeof(ac_code_row) * (size_t)r->cap);
+    }
+    r->rows[r->n++] = row;
+}
+
+static const char *skip_blanks(const char *p) {
+    while (*p == ' ' || *p == '\t') p++;
+    return p;
+}
+
+void ac_rows_dedent(ac_rows *r) {
+    size_t min = (size_t)-1;
+    for (int i = 0; i < r->n; i++)
+        if (r->rows[i].c[0]) {
+            size_t k = (size_t)(skip_blanks(r->rows[i].c) - r->rows[i].c);
+            if (k < min) min = k;
+        }
+    for (int i = 0; min != (size_t)-1 && i < r->n; i++)
+        if (r->rows[i].c[0]) memmove((char *)r->rows[i].c, r->rows[i].c + min, strlen(r->rows[i].c + min) + 1);
+}
+
+const char *ac_rows_collect(const char *from, const char *stop, ac_rows *r) {
+    const char *p = from;
+    size_t stop_len = stop ? strlen(stop) : 0;
+    while (*p) {
+        const char *e = strchr(p, '\n');
+        if (!e) e = p + strlen(p);
+        const char *t = skip_blanks(p);
+        if (p[0] == '}' || (stop && strncmp(t, stop, stop_len) == 0)) return p;
+        bool skip = t == e || strncmp(t, "/*", 2) == 0 || strncmp(t, "//", 2) == 0 || strncmp(t, "* ", 2) == 0 ||
+                    strncmp(t, "*/", 2) == 0 || strncmp(t, "picture_", 8) == 0;
+        if (!skip) push_row(r, ac_split_line(p, (size_t)(e - p)));
+        p = *e ? e + 1 : e;
+    }
+    return p;
+}
+
+bool ac_rows_function(const char *src, const char *name, ac_rows *r) {
+    size_t n = strlen(name);
+    for (const char *p = src; (p = strstr(p, name)) != NULL; p += n) {
+        const char *bol = p;
+        while (bol > src && bol[-1] != '\n') bol--;
+        if (p[n] != '(' || *bol == ' ' || *bol == '/' || *bol == '*') continue;
+        size_t until = strcspn(p, "{;");
+        if (p[until] != '{') continue; /* a declaration */
+        ac_rows_collect(bol, NULL, r);
+        push_row(r, ac_split_line("}", 1));
+        return true;
+    }
+    return false;
+}

@@ -97,6 +97,15 @@ void ac_page_end(FILE *f, const char *footer_html);
  * reproduces. Both strings malloc'd; free rows with ac_code_rows_free. */
 ac_code_row ac_split_line(const char *line, size_t len);
 void ac_code_rows_free(int n, ac_code_row *rows);
+/* Rows gathered from a source text: ac_rows_collect takes the lines from `from` up to the "}" at
+ * column 0 or the line that starts (after blanks) with `stop` (NULL: none), less blank and
+ * comment-only lines, and returns where it stopped; ac_rows_function the definition of function
+ * `name` (from the line at column 0 that names it before a "{", through its "}"), false when src
+ * has none; ac_rows_dedent takes the common indentation off the C column. */
+typedef struct { int n, cap; ac_code_row *rows; } ac_rows;
+const char *ac_rows_collect(const char *from, const char *stop, ac_rows *r);
+bool ac_rows_function(const char *src, const char *name, ac_rows *r);
+void ac_rows_dedent(ac_rows *r);
 
 /* Writes through FILE.tmp and renames it into place, so that a reader (a
  * browser watching a loss curve) never sees half a file. draw() returns false

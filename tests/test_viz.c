@@ -521,6 +521,50 @@ START_TEST(test_article_html_in_chromium) {
 }
 END_TEST
 
+/* gpt --html: the book's page of a small run: its output as printed, six sections of Python beside
+ * C from the sources, three pictures, nothing fetched; and in Chromium, when there is one. */
+START_TEST(test_gpt_html) {
+    char *dir = temp_dir(), cmd[2048], path[512], *out, *plain;
+    snprintf(path, sizeof path, "%s/book.html", dir);
+    const char *flags = "--layers 1 --emb-dim 16 --heads 2 --context 8 --batch 4 --epochs 1 --eval-freq 10 --sample-tokens 5";
+    snprintf(cmd, sizeof cmd, "%s/gpt %s --data %s --tokenizer %s --html %s 2>/dev/null", build_dir(), flags,
+             data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    snprintf(cmd, sizeof cmd, "%s/gpt train %s --data %s --tokenizer %s 2>/dev/null", build_dir(), flags,
+             data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"));
+    ck_assert_int_eq(run_command(cmd, &plain), 0);
+    ck_assert_msg(strcmp(out, plain) == 0, "--html changed what train prints");
+    char *page = read_text(path);
+    assert_xml(page, strlen(page), "the book's page");
+    ck_assert_int_eq(count(page, "<section id="), 6);
+    ck_assert_int_eq(count(page, "<svg "), 3);
+    ck_assert_int_eq(count(page, "<pre class=\"out\">"), 3);
+    ck_assert_msg(strstr(page, "<td class=\"py\">    self.eps = 1e-5</td>") != NULL, "a row of nn/gpt.c with its Python");
+    ck_assert_msg(strstr(page, "optim_step(opt);") != NULL, "the training loop of examples/gpt.c");
+    ck_assert_msg(strstr(page, "Training loss: ") && strstr(page, "Output text:"), "the run's output");
+    ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL && strstr(page, "url(") == NULL,
+                  "no script, nothing fetched");
+    const char *browser = access("/usr/bin/chromium", X_OK) == 0 ? "/usr/bin/chromium" : NULL;
+    if (browser) {
+        snprintf(cmd, sizeof cmd, "%s --headless --no-sandbox --disable-gpu --user-data-dir=%s/profile --enable-logging=stderr "
+                 "--v=0 --dump-dom file://%s 2>%s/console.txt", browser, dir, path, dir);
+        char *dom;
+        ck_assert_int_eq(run_command(cmd, &dom), 0);
+        ck_assert_int_eq(count(dom, "<section id="), 6);
+        ck_assert_int_eq(count(dom, "<svg "), 3);
+        ck_assert_int_eq(count(dom, "<td class=\"py\">"), count(dom, "<td class=\"c\">"));
+        snprintf(path, sizeof path, "%s/console.txt", dir);
+        char *console = read_text(path);
+        ck_assert_msg(strstr(console, "CONSOLE") == NULL, "console messages:\n%s", console);
+        free(dom), free(console);
+    } else {
+        fprintf(stderr, "viz: Chromium not found: the book page's browser check is skipped\n");
+    }
+    free(out), free(plain), free(page);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(test_train_pictures) {
     char *dir = temp_dir(), cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/text.txt", dir);
@@ -601,6 +645,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_article_svg);
     tcase_add_test(tc, test_article_html);
     tcase_add_test(tc, test_article_html_in_chromium);
+    tcase_add_test(tc, test_gpt_html);
     tcase_add_test(tc, test_train_pictures);
     tcase_add_test(tc, test_minimal_example);
     tcase_add_test(tc, test_programs_help);
