@@ -801,7 +801,7 @@ static void live_clear(const Live *l) {
 
 static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens_per_step) {
     if (!l->on) return;
-    double el = now_seconds() - l->t0, done = (double)(step - l->step0);
+    double el = now_seconds() - l->t0, done = (double)(step + 1 - l->step0); /* steps done in this run */
     double left = done > 0 ? el / done * (double)(l->steps_total - step) : 0;
     fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
             (long long)epochs, (long long)step + 1, (long long)l->steps_total,

@@ -8,6 +8,13 @@ puts all three into ../shared/pytorch/toy_lm.py's ToyLM, torch.optim.Adam and to
 generator, and trains N more steps, printing toy_lm.py's lines. For the same checkpoint and flags,
 `./build/train --load CKPT --steps N` prints the same losses. --save writes the state back in the
 same format, for `./build/train --load`.
+
+    python3 examples/torch_checkpoint.py gpt CKPT [--prompt TEXT] [--sample-tokens N]
+
+Loads a checkpoint of `./build/gpt train --save` (the book's GPTModel: the config from its metadata)
+into ../shared/pytorch/gpt.py's GPTModel with load_state_dict(strict=True), leaving out the
+optimizer, generator and position entries, and prints gpt.py's generate line (greedy), which
+`./build/gpt generate --load CKPT` with the same model flags prints too.
 Run with Debian's python3-torch and ATEN_CPU_CAPABILITY=default. Reads and writes safetensors with
 json + struct (the format is an 8-byte header length, a JSON header, raw little-endian data).
 """
@@ -77,9 +84,11 @@ def rng_from_torch():
 
 def main():
     p = argparse.ArgumentParser()
-    p.add_argument('command', choices=['continue'])
+    p.add_argument('command', choices=['continue', 'gpt'])
     p.add_argument('ckpt')
-    p.add_argument('--data', required=True)
+    p.add_argument('--data')
+    p.add_argument('--prompt', default='Every effort moves you')
+    p.add_argument('--sample-tokens', type=int, default=10)
     p.add_argument('--steps', type=int, default=10)
     p.add_argument('--batch', type=int, default=16)
     p.add_argument('--lr', type=float, default=1e-3)
@@ -87,6 +96,8 @@ def main():
     a = p.parse_args()
     torch.set_num_threads(1)
     tensors, meta = load(a.ckpt)
+    if a.command == 'gpt':
+        return gpt_check(a, tensors, meta)
     context, dim, heads, vocab_size = (int(x) for x in meta['context dim heads vocab_size'].split())
     text = open(a.data, encoding='utf-8').read()
     chars = sorted(set(text))
@@ -123,6 +134,21 @@ def main():
                 out['optim.state.%d.exp_avg_sq' % i] = s['exp_avg_sq']
         out['rng_state'] = rng_from_torch()
         save(a.save, out, dict(meta, step=str(start + a.steps)))
+
+
+def gpt_check(a, tensors, meta):
+    from gpt import GPTModel, generate_text_simple, text_to_token_ids, token_ids_to_text
+    from gpt2_tokenizer import GPT2Tokenizer
+    v, ctx, e, h, n, drop, bias = meta['config'].split()
+    cfg = {"vocab_size": int(v), "context_length": int(ctx), "emb_dim": int(e), "n_heads": int(h), "n_layers": int(n),
+           "drop_rate": float(drop), "qkv_bias": bias == '1'}
+    model = GPTModel(cfg)
+    model.load_state_dict({k: t for k, t in tensors.items()
+                           if not k.startswith(('optim.', 'rng_state', 'loader.', 'curve.'))}, strict=True)
+    model.eval()
+    tok = GPT2Tokenizer(os.path.join(HERE, '..', '..', 'shared', 'data', 'gpt2'))
+    ids = generate_text_simple(model, text_to_token_ids(a.prompt, tok), a.sample_tokens, cfg["context_length"])
+    print("Output text:", token_ids_to_text(ids, tok))
 
 
 if __name__ == '__main__':

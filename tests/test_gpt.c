@@ -8,7 +8,10 @@
  *            the three printed decimals), the texts the same, --log within 1e-4. */
 #include <math.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "gpt.h"
 #include "internal.h"
@@ -320,6 +323,66 @@ START_TEST(test_gpt_resume) {
 }
 END_TEST
 
+/* Ctrl-C: the run stops after the step under way and saves it; --load goes on, and the two runs'
+ * lines together are the uninterrupted run's (gpt.py's), wherever the signal fell. */
+START_TEST(test_gpt_interrupt_and_resume) {
+    static Run runs[16];
+    int n = load_runs(runs, 16), r = -1;
+    for (int i = 0; i < n; i++)
+        if (strstr(runs[i].flags, "--epochs 2")) r = i;
+    ck_assert_int_ge(r, 0);
+    char *dir = temp_dir(), cmd[4096], out1[600];
+    snprintf(out1, sizeof out1, "%s/out1.txt", dir);
+    snprintf(cmd, sizeof cmd, "exec %s/gpt %s --tokenizer %s --exact --save %s/ck.safetensors --log %s/log1.txt > %s 2>%s/err1.txt",
+             build_dir(), runs[r].flags, shared_path("data/gpt2"), dir, dir, out1, dir);
+    pid_t pid = fork();
+    if (pid == 0) {
+        execl("/bin/sh", "sh", "-c", cmd, (char *)NULL);
+        _exit(127);
+    }
+    bool sent = false;
+    for (int tries = 0; tries < 6000 && !sent; tries++) { /* up to 60 s for the run to reach step 20 */
+        char *text = NULL;
+        FILE *f = fopen(out1, "r");
+        if (f) {
+            char buf[8192];
+            size_t k = fread(buf, 1, sizeof buf - 1, f);
+            buf[k] = 0;
+            fclose(f);
+            if (strstr(buf, "(Step 000020)")) sent = kill(pid, SIGINT) == 0;
+        }
+        (void)text;
+        if (!sent) usleep(10000);
+    }
+    ck_assert_msg(sent, "the run never reached step 20");
+    int st;
+    ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+    ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "exit status %d, want 130 (128 + SIGINT)", WEXITSTATUS(st));
+    char path[700];
+    snprintf(path, sizeof path, "%s/err1.txt", dir);
+    char *err = read_text(path);
+    ck_assert_msg(strstr(err, "stopped by signal 2 after step") && strstr(err, "saved to"), "%s", err);
+    free(err);
+    char **l2, extra[1200];
+    int n2;
+    snprintf(extra, sizeof extra, "--exact --load %s/ck.safetensors --log %s/log1.txt", dir, dir); /* the log goes on */
+    ck_assert_int_eq(run_gpt(runs[r].flags, extra, &l2, &n2), 0);
+    char *first = read_text(out1);
+    int n1 = 0;
+    for (char *p = first; *p; p++) n1 += *p == '\n';
+    ck_assert_int_eq(n1 + n2, runs[r].n_out);
+    char *save = NULL, *line = strtok_r(first, "\n", &save);
+    for (int j = 0; j < n1; j++, line = strtok_r(NULL, "\n", &save)) compare_line(line, runs[r].out[j], 1e-6, 0, "before Ctrl-C");
+    for (int j = 0; j < n2; j++) compare_line(l2[j], runs[r].out[n1 + j], 1e-6, 0, "resumed after Ctrl-C");
+    snprintf(path, sizeof path, "%s/log1.txt", dir);
+    check_log(path, runs[r].log, 0, runs[r].n_log, 1e-5, "the log across Ctrl-C");
+    free(first);
+    free_lines(l2, n2);
+    free_runs(runs, n);
+    remove_dir(dir);
+}
+END_TEST
+
 /* Bad input: one line saying what is wrong, exit 1 (2 for a flag), never a crash. */
 START_TEST(test_gpt_refusals) {
     char *dir = temp_dir(), cmd[4096], *out, path[600];
@@ -474,6 +537,7 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_gpt_resume);
     tcase_add_test(tc, test_gpt_prompt_from_stdin);
     tcase_add_test(tc, test_gpt_refusals);
+    tcase_add_test(tc, test_gpt_interrupt_and_resume);
     tcase_add_test(tc, test_gpt2_weights);
     suite_add_tcase(s, tc);
     return s;

@@ -341,7 +341,7 @@ END_TEST
 START_TEST(test_plot) {
     double x[6] = {1, 2, 3, 4, 5, 6}, y[6] = {4.2, 3.1, NAN, 2.5, INFINITY, 2.0}, big[2] = {1e300, -1e300};
     ac_series s[2] = {{"loss", 6, x, y}, {NULL, 6, x, x}};
-    Args a = {.po = {"loss", "step", "loss"}, .ns = 2, .s = s};
+    Args a = {.po = {.title = "loss", .xlabel = "step", .ylabel = "loss"}, .ns = 2, .s = s};
     size_t n;
     char *svg = render(plot, &a, &n);
     assert_xml(svg, n, "plot");

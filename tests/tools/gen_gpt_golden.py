@@ -27,7 +27,7 @@ RUNS = [
     f"--epochs 1 --eval-freq 7 --eval-iter 2 --sample-tokens 10",
     # batch 1, more dropout, other ratio, lr, weight decay and prompt; two epochs
     f"train --data {CORPUS} --layers 2 --emb-dim 24 --heads 3 --context 12 --batch 1 --drop 0.2 --qkv-bias "
-    f"--epochs 2 --train-ratio 0.8 --lr 0.001 --weight-decay 0.05 --sample-tokens 8 --eval-freq 20 "
+    f"--epochs 2 --train-ratio 0.3 --lr 0.001 --weight-decay 0.05 --sample-tokens 8 --eval-freq 20 "
     f"--prompt \"The attention\"",
     # batch 3, one head, a context of 5, seed 7
     f"train --data {CORPUS} --layers 1 --emb-dim 8 --heads 1 --context 5 --batch 3 --epochs 1 --seed 7 "
