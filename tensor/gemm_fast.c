@@ -242,6 +242,56 @@ __attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t r
     for (; k < kc; k++)
         for (int r = 0; r < 8; r++) Ap[k * ld + r] = A[r * rsa + k];
 }
+/* A few rows of C (fewer than the kernel's MR: generating one token) against a B whose columns are
+ * contiguous along k (a weight read as W^T): each output's sum is the micro-kernel's very chain
+ * (k in order, one fused multiply-add each, from zero or from C), but B is read once, 8 of its
+ * lines at a time transposed in registers, with no packed copy and no rows of zeros multiplied:
+ * a token's pass over the weights is then as fast as memory gives them. */
+__attribute__((target("avx2,fma"))) static void gemv_rows_avx2(int64_t M, int64_t N, int64_t K, const float *A,
+                                                               int64_t rsa, int64_t csa, const float *B, int64_t csb,
+                                                               float *C, int64_t ldc, bool acc) {
+    int64_t j = 0;
+    for (; j + 8 <= N; j += 8) {
+        __m256 c[MAX_MR];
+        for (int64_t m = 0; m < M; m++) c[m] = acc ? _mm256_loadu_ps(C + m * ldc + j) : _mm256_setzero_ps();
+        const float *w = B + j * csb;
+        int64_t k = 0;
+        for (; k + 8 <= K; k += 8) {
+            __m256 r0 = _mm256_loadu_ps(w + 0 * csb + k), r1 = _mm256_loadu_ps(w + 1 * csb + k);
+            __m256 r2 = _mm256_loadu_ps(w + 2 * csb + k), r3 = _mm256_loadu_ps(w + 3 * csb + k);
+            __m256 r4 = _mm256_loadu_ps(w + 4 * csb + k), r5 = _mm256_loadu_ps(w + 5 * csb + k);
+            __m256 r6 = _mm256_loadu_ps(w + 6 * csb + k), r7 = _mm256_loadu_ps(w + 7 * csb + k);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            __m256 col[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
+                             _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
+                             _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
+                             _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+            for (int q = 0; q < 8; q++) /* step k + q: col[q] holds B[k + q][j .. j + 7] */
+                for (int64_t m = 0; m < M; m++)
+                    c[m] = _mm256_fmadd_ps(_mm256_set1_ps(A[m * rsa + (k + q) * csa]), col[q], c[m]);
+        }
+        for (; k < K; k++) {
+            __m256 col = _mm256_setr_ps(w[k], w[csb + k], w[2 * csb + k], w[3 * csb + k], w[4 * csb + k], w[5 * csb + k],
+                                        w[6 * csb + k], w[7 * csb + k]);
+            for (int64_t m = 0; m < M; m++) c[m] = _mm256_fmadd_ps(_mm256_set1_ps(A[m * rsa + k * csa]), col, c[m]);
+        }
+        for (int64_t m = 0; m < M; m++) _mm256_storeu_ps(C + m * ldc + j, c[m]);
+    }
+    for (; j < N; j++) /* the last columns one at a time: the same fused chain */
+        for (int64_t m = 0; m < M; m++) {
+            float s = acc ? C[m * ldc + j] : 0.0f;
+            for (int64_t k = 0; k < K; k++) s = __builtin_fmaf(A[m * rsa + k * csa], B[j * csb + k], s);
+            C[m * ldc + j] = s;
+        }
+}
+
 static bool have_avx2(void) {
     static _Atomic int v = -1; /* every thread finds the same answer: relaxed is enough */
     int r = atomic_load_explicit(&v, memory_order_relaxed);
@@ -349,6 +399,10 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
     }
 #ifdef AC_X86
     if (kn.k == kernel_avx512 && N <= 16) kn.k = kernel_avx512_16, kn.nr = 16; /* its scratch fits in kernel_avx512's */
+    if (i_end - i_begin < kn.mr && rsb == 1 && kn.k != kernel_c && have_avx2()) { /* a token's rows against W^T */
+        gemv_rows_avx2(i_end - i_begin, N, K, A + i_begin * rsa, rsa, csa, B, csb, C + i_begin * ldc, ldc, accumulate);
+        return;
+    }
 #endif
     int mr = kn.mr, nr = kn.nr;
     int64_t mc_max = (int64_t)mr * MC_PANELS;

@@ -118,6 +118,51 @@ START_TEST(test_gpt_sizes_and_names) {
 }
 END_TEST
 
+/* The KV cache's logits are the full forward's last row: a prompt of 4, then one token at a time
+ * (the one-row products take the GEMV path, the full ones the tiled kernel: the same fused chain
+ * over k, so the products agree bit for bit, also at odd sizes). */
+START_TEST(test_kv_cache_same_bits) {
+    nn_GPTConfig c = {.vocab_size = 97, .context_length = 12, .emb_dim = 24, .n_heads = 3, .n_layers = 2,
+                      .drop_rate = 0.1, .qkv_bias = true};
+    torch_manual_seed(11);
+    nn_GPTModel *m = nn_GPTModel_new(c);
+    nn_eval(&m->module);
+    Tensor *ids = torch_randint(0, 97, SHAPE(1, 12));
+    for (int exact = 0; exact < 2; exact++) {
+        ac_set_exact(exact);
+        bool prev = torch_no_grad_enter();
+        gpt_KVCache *kv = gpt_KVCache_new(m);
+        for (int64_t t = 4; t <= 12; t++) {
+            Tensor *full = torch_select(torch_select(nn_GPTModel_forward(m, torch_slice(ids, 1, 0, t)), 1, t - 1), 0, 0);
+            Tensor *cached = nn_GPTModel_forward_cached(m, torch_slice(ids, 1, kv->len, t), kv);
+            /* exact: the same bits. Fast math sums a softmax row in vector lanes, so a row of 7 and
+             * the same row padded with a masked (-inf) 8th key group their sums differently: the
+             * cached keys of earlier tokens may then be an ulp off in the second block (measured:
+             * 1.2e-7 once, at token 8) */
+            if (exact)
+                ck_assert_msg(torch_equal(full, torch_select(cached, 0, 0)), "exact math: token %lld's logits differ",
+                              (long long)t);
+            else
+                ck_assert_msg(torch_allclose(torch_select(cached, 0, 0), full, 1e-5, 1e-6, false),
+                              "fast math: token %lld's logits differ past 1e-5", (long long)t);
+        }
+        EXPECT_ERROR("exceed context_length 12", nn_GPTModel_forward_cached(m, torch_slice(ids, 1, 0, 1), kv));
+        gpt_KVCache_free(kv);
+        torch_no_grad_exit(prev);
+    }
+    ac_set_exact(false);
+    /* odd sizes: K = 13 (a tail past the 8-step transposes), N = 19; 1 to 5 rows against 12 */
+    torch_manual_seed(3);
+    Tensor *A = torch_randn(SHAPE(12, 13)), *W = torch_randn(SHAPE(19, 13));
+    Tensor *all = torch_matmul(A, torch_t(W));
+    for (int64_t r = 1; r <= 5; r++)
+        ck_assert_msg(torch_equal(torch_matmul(torch_slice(A, 0, 0, r), torch_t(W)), torch_slice(all, 0, 0, r)),
+                      "%lld rows: the one-row path and the tiled kernel differ", (long long)r);
+    EXPECT_ERROR("for generating only", nn_GPTModel_forward_cached(m, torch_slice(ids, 1, 0, 1), NULL));
+    nn_free(&m->module);
+}
+END_TEST
+
 /* ---- ./build/gpt against gpt.py -------------------------------------------------------------------- */
 
 typedef struct {
@@ -531,6 +576,7 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_var_std_values);
     tcase_add_test(tc, test_comparisons);
     tcase_add_test(tc, test_gpt_sizes_and_names);
+    tcase_add_test(tc, test_kv_cache_same_bits);
     tcase_add_test(tc, test_gpt_train_exact);
     tcase_add_test(tc, test_gpt_train_fast);
     tcase_add_test(tc, test_gpt_generate);
