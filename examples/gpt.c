@@ -975,7 +975,7 @@ done:
 
 /* Prints the text as tokens come: what decode gives so far, less a trailing U+FFFD that the next token
  * may still complete into a character; the rest when it ends. */
-typedef struct { Tokenizer *tok; int64_t *ids, n; size_t printed; } Stream;
+typedef struct { Tokenizer *tok; int64_t *ids, n, cap; size_t printed; } Stream;
 
 static void stream_print(Stream *s, bool final) {
     ac_mark m = ac_arena_mark();
@@ -995,6 +995,7 @@ static void stream_print(Stream *s, bool final) {
 
 static bool on_token(int64_t token, void *ctx) {
     Stream *s = ctx;
+    if (s->n == s->cap) s->ids = ac_realloc(s->ids, ac_size_mul(sizeof(int64_t), (size_t)(s->cap *= 2)));
     s->ids[s->n++] = token;
     stream_print(s, false);
     return !interrupted;
@@ -1059,7 +1060,7 @@ static int cmd_generate(const Flags *a) {
     Tensor *idx = text_to_token_ids(prompt, tok, "--prompt");                    /* idx = text_to_token_ids(a.prompt, tokenizer) */
     if (idx) {
         int64_t n0 = idx->shape[1];
-        Stream s = {tok, ac_malloc(sizeof(int64_t) * (size_t)(n0 + a->sample_tokens)), 0, 0};
+        Stream s = {tok, ac_malloc(sizeof(int64_t) * (size_t)n0), 0, n0, 0}; /* grows as tokens come */
         memcpy(s.ids, torch_contiguous(idx)->data, sizeof(int64_t) * (size_t)n0);
         s.n = n0;
         catch_signals();
