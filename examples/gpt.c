@@ -467,8 +467,8 @@ static Tensor *text_to_token_ids(const char *text, Tokenizer *tok, const char *w
 /* token_ids_to_text(ids, tokenizer) (arena) */
 static char *token_ids_to_text(Tensor *ids, Tokenizer *tok, size_t *len) {
     char err[512];
-    Tensor *c = torch_contiguous(ids);
-    char *text = tokenizer_decode(tok, c->data, torch_numel(c), len, err, sizeof err);
+    Tensor *c = torch_contiguous(ids); /* a contiguous view may start past its storage's first element */
+    char *text = tokenizer_decode(tok, (const int64_t *)c->data + c->offset, torch_numel(c), len, err, sizeof err);
     if (!text) ac_error("decode: %s", err);
     return text;
 }
@@ -1061,7 +1061,8 @@ static int cmd_generate(const Flags *a) {
     if (idx) {
         int64_t n0 = idx->shape[1];
         Stream s = {tok, ac_malloc(sizeof(int64_t) * (size_t)n0), 0, n0, 0}; /* grows as tokens come */
-        memcpy(s.ids, torch_contiguous(idx)->data, sizeof(int64_t) * (size_t)n0);
+        Tensor *ci = torch_contiguous(idx);
+        memcpy(s.ids, (const int64_t *)ci->data + ci->offset, sizeof(int64_t) * (size_t)n0);
         s.n = n0;
         catch_signals();
         fputs("Output text: ", stdout);                                           /* print("Output text:", token_ids_to_text(ids, tokenizer)) */

@@ -269,8 +269,8 @@ static Ids ids_from(Tensor *idx, const char *op) {
         ac_error("%s: expected idx of shape (1, n) int64 (one sequence), got %s %s", op, dtype_str(idx),
                  ac_shape_str(idx));
     Ids s = {0};
-    Tensor *c = torch_contiguous(idx);
-    for (int64_t i = 0; i < idx->shape[1]; i++) ids_push(&s, ((const int64_t *)c->data)[i]);
+    Tensor *c = torch_contiguous(idx); /* a view (idx[:, 2:]) starts at its offset */
+    for (int64_t i = 0; i < idx->shape[1]; i++) ids_push(&s, ((const int64_t *)c->data)[c->offset + i]);
     return s;
 }
 
@@ -329,7 +329,7 @@ Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens,
             idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false); /*             idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1) */
         else                                                                      //         else:
             idx_next = torch_argmax(logits, -1, true);                            //             idx_next = torch.argmax(logits, dim=-1, keepdim=True)
-        int64_t next = ((const int64_t *)idx_next->data)[0];
+        int64_t next = (int64_t)torch_item(idx_next);
         ac_arena_release(mk);
         if (eos_id >= 0 && next == eos_id) break;                                 //         if idx_next == eos_id: break
         ids_push(&s, next);                                                       //         idx = torch.cat((idx, idx_next), dim=1)

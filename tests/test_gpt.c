@@ -151,6 +151,11 @@ START_TEST(test_kv_cache_same_bits) {
         torch_no_grad_exit(prev);
     }
     ac_set_exact(false);
+    /* a view as the prompt (idx[:, 3:7], starting past its storage's first element) is read where it starts */
+    Tensor *a = gpt_generate(m, torch_slice(ids, 1, 3, 7), 3, 12, 0.0, 0, -1);
+    Tensor *b = gpt_generate(m, torch_contiguous(torch_clone(torch_slice(ids, 1, 3, 7))), 3, 12, 0.0, 0, -1);
+    ck_assert(torch_equal(a, b));
+    ck_assert(torch_equal(torch_slice(a, 1, 0, 4), torch_slice(ids, 1, 3, 7)));
     /* odd sizes: K = 13 (a tail past the 8-step transposes), N = 19; 1 to 5 rows against 12 */
     torch_manual_seed(3);
     Tensor *A = torch_randn(SHAPE(12, 13)), *W = torch_randn(SHAPE(19, 13));

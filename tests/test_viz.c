@@ -542,6 +542,8 @@ START_TEST(test_gpt_html) {
     ck_assert_msg(strstr(page, "<td class=\"py\">    self.eps = 1e-5</td>") != NULL, "a row of nn/gpt.c with its Python");
     ck_assert_msg(strstr(page, "optim_step(opt);") != NULL, "the training loop of examples/gpt.c");
     ck_assert_msg(strstr(page, "Training loss: ") && strstr(page, "Output text:"), "the run's output");
+    ck_assert_msg(strstr(page, ">Every</text>") && strstr(page, "> effort</text>") && strstr(page, "> you</text>"),
+                  "the heatmap's labels are the prompt's tokens, each its own");
     ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL && strstr(page, "url(") == NULL,
                   "no script, nothing fetched");
     const char *browser = access("/usr/bin/chromium", X_OK) == 0 ? "/usr/bin/chromium" : NULL;
