@@ -195,14 +195,13 @@ static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased,
     const char *op = std ? "std" : "var";
     ac_check_float(a, op);
     Plan p = plan(a, all ? 0 : ndims, dims, all ? false : keepdim, op);
-    Tensor *x = ac_materialize(a);
-    int64_t nout = ac_shape_numel(p.keep_nd, p.keep_shape), n = torch_numel(x);
+    const float *xd = ac_cdata(a); /* a's elements in row-major order (a copy only when a is strided) */
+    int64_t nout = ac_shape_numel(p.keep_nd, p.keep_shape), n = torch_numel(a);
     Tensor *acc = ac_new_zeros(AC_FLOAT64, 1, (int64_t[]){2 * nout}); /* sums, then squared deviations */
     double *sum = acc->data, *m2 = sum + nout;
     int64_t ostr[AC_MAX_DIMS], cs[AC_MAX_DIMS];
     ac_contiguous_strides(p.keep_nd, p.keep_shape, cs);
     for (int d = 0; d < a->ndim; d++) ostr[d] = p.reduced[d] ? 0 : cs[d];
-    const float *xd = x->data;
     int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
     for (int64_t k = 0; k < n; k++) { /* pass 1: sums */
         sum[off] += xd[k];
