@@ -209,6 +209,27 @@ const char *ac_gemm_fast_kernel_name(void) { return kernel().name; }
 const char *ac_gemm_kernel_name(void) { return kernel().name; }
 
 #ifdef AC_X86
+/* Eight lines contiguous along k, 8 steps of each (line r at p + r * ld): out[q] holds step q of
+ * all eight, transposed in registers (unpack, shuffle, permute). */
+__attribute__((target("avx2"))) static inline void transpose8(const float *p, int64_t ld, __m256 out[8]) {
+    __m256 r0 = _mm256_loadu_ps(p + 0 * ld), r1 = _mm256_loadu_ps(p + 1 * ld);
+    __m256 r2 = _mm256_loadu_ps(p + 2 * ld), r3 = _mm256_loadu_ps(p + 3 * ld);
+    __m256 r4 = _mm256_loadu_ps(p + 4 * ld), r5 = _mm256_loadu_ps(p + 5 * ld);
+    __m256 r6 = _mm256_loadu_ps(p + 6 * ld), r7 = _mm256_loadu_ps(p + 7 * ld);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+    __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+    __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+    __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    out[0] = _mm256_permute2f128_ps(u0, u4, 0x20), out[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+    out[2] = _mm256_permute2f128_ps(u2, u6, 0x20), out[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+    out[4] = _mm256_permute2f128_ps(u0, u4, 0x31), out[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    out[6] = _mm256_permute2f128_ps(u2, u6, 0x31), out[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
 /* Eight lines contiguous along k (A's rows, or a transposed B's columns) into
  * 8 columns of a panel ld floats wide: 8 x 8 blocks transposed in registers,
  * each stored as 8 k-steps. The scalar loop does the same with a scattered
@@ -217,31 +238,14 @@ const char *ac_gemm_kernel_name(void) { return kernel().name; }
 __attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t rsa, int64_t kc, float *Ap, int64_t ld) {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
-        __m256 r0 = _mm256_loadu_ps(A + 0 * rsa + k), r1 = _mm256_loadu_ps(A + 1 * rsa + k);
-        __m256 r2 = _mm256_loadu_ps(A + 2 * rsa + k), r3 = _mm256_loadu_ps(A + 3 * rsa + k);
-        __m256 r4 = _mm256_loadu_ps(A + 4 * rsa + k), r5 = _mm256_loadu_ps(A + 5 * rsa + k);
-        __m256 r6 = _mm256_loadu_ps(A + 6 * rsa + k), r7 = _mm256_loadu_ps(A + 7 * rsa + k);
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-        float *d = Ap + k * ld;
-        _mm256_storeu_ps(d + 0 * ld, _mm256_permute2f128_ps(u0, u4, 0x20));
-        _mm256_storeu_ps(d + 1 * ld, _mm256_permute2f128_ps(u1, u5, 0x20));
-        _mm256_storeu_ps(d + 2 * ld, _mm256_permute2f128_ps(u2, u6, 0x20));
-        _mm256_storeu_ps(d + 3 * ld, _mm256_permute2f128_ps(u3, u7, 0x20));
-        _mm256_storeu_ps(d + 4 * ld, _mm256_permute2f128_ps(u0, u4, 0x31));
-        _mm256_storeu_ps(d + 5 * ld, _mm256_permute2f128_ps(u1, u5, 0x31));
-        _mm256_storeu_ps(d + 6 * ld, _mm256_permute2f128_ps(u2, u6, 0x31));
-        _mm256_storeu_ps(d + 7 * ld, _mm256_permute2f128_ps(u3, u7, 0x31));
+        __m256 col[8];
+        transpose8(A + k, rsa, col);
+        for (int q = 0; q < 8; q++) _mm256_storeu_ps(Ap + (k + q) * ld, col[q]);
     }
     for (; k < kc; k++)
         for (int r = 0; r < 8; r++) Ap[k * ld + r] = A[r * rsa + k];
 }
+
 /* A few rows of C (fewer than the kernel's MR: generating one token) against a B whose columns are
  * contiguous along k (a weight read as W^T): each output's sum is the micro-kernel's very chain
  * (k in order, one fused multiply-add each, from zero or from C), but B is read once, 8 of its
@@ -257,22 +261,8 @@ __attribute__((target("avx2,fma"))) static void gemv_rows_avx2(int64_t M, int64_
         const float *w = B + j * csb;
         int64_t k = 0;
         for (; k + 8 <= K; k += 8) {
-            __m256 r0 = _mm256_loadu_ps(w + 0 * csb + k), r1 = _mm256_loadu_ps(w + 1 * csb + k);
-            __m256 r2 = _mm256_loadu_ps(w + 2 * csb + k), r3 = _mm256_loadu_ps(w + 3 * csb + k);
-            __m256 r4 = _mm256_loadu_ps(w + 4 * csb + k), r5 = _mm256_loadu_ps(w + 5 * csb + k);
-            __m256 r6 = _mm256_loadu_ps(w + 6 * csb + k), r7 = _mm256_loadu_ps(w + 7 * csb + k);
-            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-            __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-            __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-            __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-            __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
-            __m256 col[8] = {_mm256_permute2f128_ps(u0, u4, 0x20), _mm256_permute2f128_ps(u1, u5, 0x20),
-                             _mm256_permute2f128_ps(u2, u6, 0x20), _mm256_permute2f128_ps(u3, u7, 0x20),
-                             _mm256_permute2f128_ps(u0, u4, 0x31), _mm256_permute2f128_ps(u1, u5, 0x31),
-                             _mm256_permute2f128_ps(u2, u6, 0x31), _mm256_permute2f128_ps(u3, u7, 0x31)};
+            __m256 col[8];
+            transpose8(w + k, csb, col);
             for (int q = 0; q < 8; q++) /* step k + q: col[q] holds B[k + q][j .. j + 7] */
                 for (int64_t m = 0; m < M; m++)
                     c[m] = _mm256_fmadd_ps(_mm256_set1_ps(A[m * rsa + (k + q) * csa]), col[q], c[m]);
