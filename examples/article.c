@@ -226,20 +226,11 @@ static void picture(const char *file, const char *ext, const char *caption, bool
     }
     if (pic.html && pic.n > 0 && strcmp(ext, "svg") == 0) {
         Section *s = &pic.s[pic.n - 1];
-        FILE *f = tmpfile();
-        if (!f || s->n_fig == MAX_FIGURES || !draw(f, u)) {
+        char *text = s->n_fig < MAX_FIGURES ? ac_draw_to_string(draw, u) : NULL;
+        if (!text) {
             fprintf(stderr, "article: cannot draw %s\n", file);
             exit(1);
         }
-        long n = ftell(f);
-        char *text = malloc((size_t)n + 1);
-        rewind(f);
-        if (!text || fread(text, 1, (size_t)n, f) != (size_t)n) {
-            fprintf(stderr, "article: cannot draw %s\n", file);
-            exit(1);
-        }
-        text[n] = 0;
-        fclose(f);
         s->svg[s->n_fig] = text;
         s->caption[s->n_fig++] = strdup(caption);
     }

@@ -518,29 +518,13 @@ typedef struct { char *loss_svg, *attn_svg, *topk_svg; } PagePictures;
 static PagePictures page_pics;
 static bool page_wanted;
 
-/* draw() into a string (malloc'd) */
-static char *draw_to_string(bool (*draw)(FILE *, void *), void *u) {
-    FILE *f = tmpfile();
-    if (!f || !draw(f, u)) {
-        if (f) fclose(f);
-        return NULL;
-    }
-    long n = ftell(f);
-    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    rewind(f);
-    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) free(text), text = NULL;
-    if (text) text[n] = 0;
-    fclose(f);
-    return text;
-}
-
 typedef struct { Tensor *w; ac_heatmap_opts o; } Heat;
 static bool draw_heat(FILE *f, void *u) { return ac_heatmap_svg(f, ((Heat *)u)->w, &((Heat *)u)->o); }
 
 /* The trained model on the prompt: block 0's heads, and the sampler's top 25 after temperature 1.4 */
 static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, const Curve *curve, double tokens_per_epoch) {
     CurvePlot cp = {curve, tokens_per_epoch};
-    page_pics.loss_svg = draw_to_string(draw_losses, &cp);
+    page_pics.loss_svg = ac_draw_to_string(draw_losses, &cp);
     ac_mark m = ac_arena_mark();
     nn_eval(&model->module);
     bool prev = torch_no_grad_enter();
@@ -556,7 +540,7 @@ static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, con
     int64_t heads = w->shape[1] < 4 ? w->shape[1] : 4;
     Heat h = {torch_slice(torch_select(w, 0, 0), 0, 0, heads), {.title = "trf_blocks[0].att: the first heads' weights",
               .row_labels = labels, .col_labels = labels, .show_values = 0}};
-    page_pics.attn_svg = draw_to_string(draw_heat, &h);
+    page_pics.attn_svg = ac_draw_to_string(draw_heat, &h);
     int64_t k = 25 < model->cfg.vocab_size ? 25 : model->cfg.vocab_size;
     torch_return_types top = torch_topk(torch_select(logits, 1, -1), k, -1, true, true); /* top_logits, top_pos = torch.topk(logits, 25) */
     Tensor *probs = torch_softmax(torch_div_scalar(torch_select(top.values, 0, 0), 1.4), -1); /* softmax(top_logits / 1.4) */
@@ -567,7 +551,7 @@ static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, con
     }
     Heat p = {probs, {.title = "the sampler: the next token's top 25 after temperature 1.4", .col_labels = names,
               .show_values = 1}};
-    page_pics.topk_svg = draw_to_string(draw_heat, &p);
+    page_pics.topk_svg = ac_draw_to_string(draw_heat, &p);
     torch_no_grad_exit(prev);
     ac_arena_release(m);
 }
@@ -918,14 +902,12 @@ static int cmd_train(const Flags *a) {
             ac_arena_release(m);
             live_show(&live, epoch, a->epochs, global_step, a->batch * a->context);
         }
-        pos = (Position){.epoch = epoch, .batches_done = it.next, .global_step = global_step, .tokens_seen = tokens_seen,
-                         .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
+        pos.epoch = epoch, pos.batches_done = it.next, pos.global_step = global_step, pos.tokens_seen = tokens_seen;
         if (interrupted && !it.done) break; /* stopped inside the epoch: the save records where */
         live_clear(&live);
         generate_and_print_sample(model, tok, start, a->sample_tokens, !a->no_kv_cache); /* generate_and_print_sample(...) */
         DataLoaderIter_free(&it);
-        pos = (Position){.epoch = epoch + 1, .batches_done = -1, .global_step = global_step, .tokens_seen = tokens_seen,
-                         .it = &it, .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
+        pos.epoch = epoch + 1, pos.batches_done = -1; /* the next epoch, from its start */
     }
     live_clear(&live);
     if (log && fclose(log) != 0) {                                                /* log.close() */

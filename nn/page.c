@@ -224,3 +224,18 @@ bool ac_rows_function(const char *src, const char *name, ac_rows *r) {
     }
     return false;
 }
+
+char *ac_draw_to_string(bool (*draw)(FILE *f, void *user), void *user) {
+    FILE *f = tmpfile();
+    if (!f || !draw(f, user)) {
+        if (f) fclose(f);
+        return NULL;
+    }
+    long n = ftell(f);
+    char *text = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    rewind(f);
+    if (text && fread(text, 1, (size_t)n, f) != (size_t)n) free(text), text = NULL;
+    if (text) text[n] = 0;
+    fclose(f);
+    return text;
+}

@@ -112,6 +112,9 @@ void ac_rows_dedent(ac_rows *r);
  * on a write error. Returns false (with errno set) when the file cannot be
  * written. */
 bool ac_write_file_atomic(const char *path, bool (*draw)(FILE *f, void *user), void *user);
+/* What draw() writes, as a NUL-terminated malloc'd string (a picture for a page); NULL when it
+ * fails or there is no temporary file. */
+char *ac_draw_to_string(bool (*draw)(FILE *f, void *user), void *user);
 
 #ifdef __cplusplus
 }
