@@ -41,6 +41,51 @@ static void compare(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool acc)
     ac_arena_release(m);
 }
 
+/* Every fast path sums each element as one chain of fused multiply-adds, k in order, from C (+=) or
+ * from 0: the bits do not depend on the tiling, the packing, the micro-kernel variant or the rows a
+ * thread is given. Checked bit for bit against that chain written with fmaf. */
+static void same_chain(int64_t M, int64_t N, int64_t K, bool ta, bool tb, bool acc) {
+    ac_mark m = ac_arena_mark();
+    torch_manual_seed((uint64_t)(M * 7 + N * 3 + K));
+    Tensor *A = torch_randn(SHAPE(ta ? K : M, ta ? M : K)), *B = torch_randn(SHAPE(tb ? N : K, tb ? K : N));
+    Tensor *C0 = torch_randn(SHAPE(M, N));
+    const float *a = A->data, *b = B->data, *c0 = C0->data;
+    int64_t rsa = ta ? 1 : K, csa = ta ? M : 1, rsb = tb ? 1 : N, csb = tb ? K : 1;
+    float *c = ac_arena_alloc(sizeof(float) * (size_t)(M * N));
+    memcpy(c, c0, sizeof(float) * (size_t)(M * N));
+    ac_gemm_strided(M, N, K, a, rsa, csa, b, rsb, csb, c, N, acc);
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++) {
+            float s = acc ? c0[i * N + j] : 0.0f;
+            for (int64_t k = 0; k < K; k++) s = fmaf(a[i * rsa + k * csa], b[k * rsb + j * csb], s);
+            ck_assert_msg(memcmp(&s, &c[i * N + j], sizeof s) == 0, "%s %lldx%lldx%lld%s%s%s C[%lld,%lld]: %.9g, the chain %.9g",
+                          ac_gemm_fast_kernel_name(), (long long)M, (long long)N, (long long)K, ta ? " A^T" : "",
+                          tb ? " B^T" : "", acc ? " +=" : "", (long long)i, (long long)j, c[i * N + j], s);
+        }
+    ac_arena_release(m);
+}
+
+START_TEST(test_fast_kernel_one_chain) {
+    static const char *kernels[] = {"avx512", "avx2+fma", "portable"};
+    bool was = ac_get_exact();
+    ac_set_exact(false);
+    for (int kn = 0; kn < 3; kn++) {
+        if (!ac_gemm_use_kernel(kernels[kn])) continue;
+        for (int t = 0; t < 8; t++) { /* every layout, with and without +=, packed and in place */
+            bool ta = t & 1, tb = t & 2, acc = t & 4;
+            same_chain(50, 70, 300, ta, tb, acc);   /* A packed: K past KC, whole and partial panels */
+            same_chain(97, 130, 513, ta, tb, acc);  /* K's tail past 8-step groups, edge rows and columns */
+            same_chain(13, 33, 260, ta, tb, acc);   /* two panels of rows and one row over */
+            same_chain(40, 64, 100, ta, tb, acc);   /* A read in place (K within KC), B's rows in place */
+            same_chain(3, 100, 70, ta, tb, acc);    /* fewer rows than a panel: a token's rows */
+            same_chain(5, 7, 9, ta, tb, acc);       /* tiny: the plain loops */
+        }
+    }
+    for (int kn = 0; kn < 3 && !ac_gemm_use_kernel(kernels[kn]); kn++) continue; /* back to the CPU's own pick */
+    ac_set_exact(was);
+}
+END_TEST
+
 /* Each kernel this CPU has (the portable one everywhere). */
 START_TEST(test_fast_kernel_against_exact) {
     static const char *kernels[] = {"avx512", "avx2+fma", "portable"};
@@ -156,6 +201,7 @@ Suite *suite_kernels(void) {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase("kernels");
     tcase_add_test(tc, test_fast_kernel_against_exact);
+    tcase_add_test(tc, test_fast_kernel_one_chain);
     tcase_add_test(tc, test_fast_exp);
     tcase_add_test(tc, test_fast_softmax_rows);
     suite_add_tcase(s, tc);
