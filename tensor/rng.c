@@ -77,26 +77,51 @@ static void gen_done(void) {
 
 
 
+/* The next MT_N words of the state; three runs instead of an index mod MT_N at every word (the
+ * words a step reads past the end wrap to the start, which was rewritten first, as MT19937 wants). */
+static inline uint32_t mix(uint32_t hi, uint32_t lo, uint32_t far) {
+    uint32_t y = (hi & 0x80000000u) | (lo & 0x7FFFFFFFu);
+    return far ^ (y >> 1) ^ (lo & 1u ? 0x9908B0DFu : 0u);
+}
 static void twist(torch_Generator *g) {
     uint32_t *st = g->st;
-    for (int k = 0; k < MT_N; k++) {
-        uint32_t y = (st[k] & 0x80000000u) | (st[(k + 1) % MT_N] & 0x7FFFFFFFu);
-        uint32_t v = st[(k + MT_M) % MT_N] ^ (y >> 1);
-        if (st[(k + 1) % MT_N] & 1u) v ^= 0x9908B0DFu;
-        st[k] = v;
-    }
+    int k = 0;
+    for (; k < MT_N - MT_M; k++) st[k] = mix(st[k], st[k + 1], st[k + MT_M]);
+    for (; k < MT_N - 1; k++) st[k] = mix(st[k], st[k + 1], st[k + MT_M - MT_N]);
+    st[MT_N - 1] = mix(st[MT_N - 1], st[0], st[MT_M - 1]);
     g->left = MT_N;
     g->next = 0;
 }
 
-uint32_t ac_random32(torch_Generator *g) {
-    if (--g->left == 0) twist(g);
-    uint32_t y = g->st[g->next++];
+static inline uint32_t temper(uint32_t y) {
     y ^= y >> 11;
     y ^= (y << 7) & 0x9D2C5680u;
     y ^= (y << 15) & 0xEFC60000u;
     y ^= y >> 18;
     return y;
+}
+
+uint32_t ac_random32(torch_Generator *g) {
+    if (--g->left == 0) twist(g);
+    return temper(g->st[g->next++]);
+}
+
+/* n draws, the very ones n calls of ac_random32 give: a run of the state tempered at once, in a
+ * loop the compiler vectorizes (a bernoulli_ over a dropout's millions of elements spent most of
+ * its time in the call per draw). */
+static void random32_fill(torch_Generator *g, uint32_t *out, int64_t n) {
+    while (n > 0) {
+        if (g->left == 1) { /* the call that would twist: after it, all MT_N words are ahead */
+            twist(g);
+            g->left = MT_N + 1;
+        }
+        int64_t take = n < (int64_t)g->left - 1 ? n : (int64_t)g->left - 1;
+        const uint32_t *st = g->st + g->next;
+        for (int64_t i = 0; i < take; i++) out[i] = temper(st[i]);
+        g->next += (int)take;
+        g->left -= (int)take;
+        out += take, n -= take;
+    }
 }
 
 uint64_t ac_random64(torch_Generator *g) {
@@ -200,7 +225,20 @@ Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
     ac_bump_version(t);
     torch_Generator *g = gen(generator);
-    FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
+    if (torch_is_contiguous(t)) { /* u01d's two draws an element, drawn a run at a time */
+        float *q = (float *)t->data + t->offset;
+        uint32_t w[512];
+        for (int64_t i = 0, n = torch_numel(t); i < n; i += 256) {
+            int64_t m = n - i < 256 ? n - i : 256;
+            random32_fill(g, w, 2 * m);
+            for (int64_t j = 0; j < m; j++) {
+                uint64_t bits = ((uint64_t)w[2 * j] << 32 | w[2 * j + 1]) & ((1ULL << 53) - 1);
+                q[i + j] = (double)bits * (1.0 / 9007199254740992.0) < p ? 1.0f : 0.0f; /* u01d(g) < p */
+            }
+        }
+    } else {
+        FOR_EACH_ELEMENT(t, q, { *q = u01d(g) < p ? 1.0f : 0.0f; });
+    }
     gen_done();
     return t;
 }

@@ -125,6 +125,32 @@ START_TEST(test_seed_semantics) {
 }
 END_TEST
 
+/* bernoulli_ on a contiguous tensor draws a run of words at a time; on a strided view one element
+ * at a time. Both are the same draws in the same order: from a state part-way through, over
+ * several twists (two words an element, 624 a twist), and the generator ends in the same place. */
+START_TEST(test_bernoulli_runs_equal_draws) {
+    torch_Generator a, b;
+    torch_generator_manual_seed(&a, 77);
+    torch_generator_manual_seed(&b, 77);
+    for (int i = 0; i < 5; i++) ck_assert_uint_eq(ac_random32(&a), ac_random32(&b));
+    Tensor *runs = torch_bernoulli_gen_(torch_empty(SHAPE(2, 1501), AC_FLOAT32), 0.37, &a);
+    Tensor *each = torch_t(torch_empty(SHAPE(1501, 2), AC_FLOAT32));
+    ck_assert(!torch_is_contiguous(each));
+    torch_bernoulli_gen_(each, 0.37, &b);
+    const float *r = ac_data_float(runs);
+    int64_t ones = 0;
+    for (int64_t i = 0; i < 2; i++)
+        for (int64_t j = 0; j < 1501; j++) {
+            float e = ((float *)each->data)[j * 2 + i];
+            ck_assert_msg(r[i * 1501 + j] == e, "element [%lld, %lld]: %g, one at a time %g", (long long)i, (long long)j,
+                          r[i * 1501 + j], e);
+            ones += e == 1.0f;
+        }
+    ck_assert(ones > 900 && ones < 1300); /* about 0.37 of 3002 */
+    ck_assert_uint_eq(ac_random32(&a), ac_random32(&b));
+}
+END_TEST
+
 START_TEST(test_embedding_init_rows) {
     /* spec: Embedding(50000, 3) with seed 123 uses the fill path over 150000 values */
     torch_manual_seed(123);
@@ -143,6 +169,7 @@ Suite *suite_rng(void) {
     tcase_add_test(tc, test_interleaved_sequence);
     tcase_add_test(tc, test_seed_semantics);
     tcase_add_test(tc, test_embedding_init_rows);
+    tcase_add_test(tc, test_bernoulli_runs_equal_draws);
     suite_add_tcase(s, tc);
     return s;
 }
