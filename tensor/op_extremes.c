@@ -124,8 +124,22 @@ torch_return_types torch_topk(Tensor *a, int64_t k, int64_t dim, bool largest, b
     Entry *e = ac_arena_alloc(sizeof(Entry) * (size_t)(size ? size : 1));
     for (int64_t o = 0; o < outer; o++)
         for (int64_t i = 0; i < inner; i++) {
-            for (int64_t j = 0; j < size; j++) e[j] = (Entry){x[(o * size + j) * inner + i], j};
-            qsort(e, (size_t)size, sizeof *e, largest ? cmp_largest : cmp_smallest);
+            if (k > 0 && k <= size / 8) {
+                /* a few of many (the sampler's top 25 of 50,257 logits): one pass keeping the best k
+                 * in order, not a sort of the row. An element comes in only if it beats the k-th:
+                 * its index is past every kept one, so an equal value stays behind, as in the sort. */
+                int64_t n = 0;
+                for (int64_t j = 0; j < size; j++) {
+                    float c = x[(o * size + j) * inner + i];
+                    if (n == k && !beats(c, e[k - 1].v, largest)) continue;
+                    int64_t p = n < k ? n++ : k - 1;
+                    for (; p > 0 && beats(c, e[p - 1].v, largest); p--) e[p] = e[p - 1];
+                    e[p] = (Entry){c, j};
+                }
+            } else {
+                for (int64_t j = 0; j < size; j++) e[j] = (Entry){x[(o * size + j) * inner + i], j};
+                qsort(e, (size_t)size, sizeof *e, largest ? cmp_largest : cmp_smallest);
+            }
             for (int64_t j = 0; j < (a->ndim ? k : 1); j++) { /* a 0-d input gives its element, k = 0 too (PyTorch) */
                 v[(o * k + j) * inner + i] = e[j].v;
                 ix[(o * k + j) * inner + i] = e[j].j;

@@ -404,6 +404,28 @@ START_TEST(test_call_edges) {
     ck_assert(ac_data_long(small.indices)[0] == 1 && ac_data_long(small.indices)[1] == 3);
     torch_return_types big = torch_topk(t, 2, 0, true, true);
     ck_assert(ac_data_long(big.indices)[0] == 0 && ac_data_long(big.indices)[1] == 2);
+    /* a few of many (k <= size / 8) take one pass, not a sort: the same first k as the whole
+     * sorted row, ties (values 0..19 over 400) in index order and NaN first when largest */
+    torch_manual_seed(3);
+    Tensor *r = torch_to_float(torch_randint(0, 20, SHAPE(3, 400)));
+    ac_data_float(r)[7] = NAN, ac_data_float(r)[411] = NAN, ac_data_float(r)[419] = NAN;
+    for (int dim = 0; dim < 2; dim++) {
+        Tensor *in = dim == 0 ? torch_contiguous(torch_t(r)) : r; /* along dim 0: rows apart */
+        for (int lg = 0; lg < 2; lg++)
+            for (int64_t k = 1; k <= 50; k += 7) {
+                torch_return_types few = torch_topk(in, k, dim, lg, true), all = torch_topk(in, 400, dim, lg, true);
+                for (int64_t row = 0; row < 3; row++)
+                    for (int64_t j = 0; j < k; j++) {
+                        int64_t f = dim == 1 ? row * k + j : j * 3 + row, w = dim == 1 ? row * 400 + j : j * 3 + row;
+                        ck_assert_msg(ac_data_long(few.indices)[f] == ac_data_long(all.indices)[w],
+                                      "topk k=%lld dim %d largest %d row %lld: index %lld, the sort's %lld", (long long)k,
+                                      dim, lg, (long long)row, (long long)ac_data_long(few.indices)[f],
+                                      (long long)ac_data_long(all.indices)[w]);
+                        float fv = ac_data_float(few.values)[f], wv = ac_data_float(all.values)[w];
+                        ck_assert(fv == wv || (isnan(fv) && isnan(wv)));
+                    }
+            }
+    }
     int n;
     Tensor **c = torch_chunk(torch_zeros(SHAPE(0, 2)), 3, 0, &n); /* PyTorch: 3 empty pieces */
     ck_assert(n == 3 && c[2]->shape[0] == 0);
