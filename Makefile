@@ -49,7 +49,7 @@ FORCE:
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h nn/gpt.h optim/optim.h nn/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: FORCE all test deps test-plain test-asan run chapter5 bench clean valgrind install uninstall installcheck docs fuzz coverage check-m32 tsan
+.PHONY: FORCE all test deps test-plain test-asan run chapter5 bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS) $(B)/flags
@@ -120,8 +120,12 @@ test-asan:
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples
 VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
-valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
+# In three parts, each about one core's worth (CI runs them beside other checks): the suite, the
+# examples, the GPT's trainer and generator.
+valgrind: valgrind-suite valgrind-examples valgrind-gpt
+valgrind-suite: deps $(B)/tests
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
+valgrind-examples: $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
 	$(VG) ./$(B)/article >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
 	$(VG) ./$(B)/bench article >/dev/null
@@ -129,6 +133,7 @@ valgrind: deps $(B)/tests $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/g
 	$(VG) ./$(B)/gpt tokenize --tokenizer ../shared/data/gpt2 ../shared/data/the-verdict.txt | $(VG) ./$(B)/gpt tokenize --decode --tokenizer ../shared/data/gpt2 | cmp - ../shared/data/the-verdict.txt
 	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
+valgrind-gpt: $(B)/gpt
 	head -c 1500 tests/data/tokenizer_corpus.txt > $(B)/vg-text.txt
 	$(VG) ./$(B)/gpt train --tokenizer ../shared/data/gpt2 --data $(B)/vg-text.txt --layers 1 --emb-dim 8 --heads 2 \
 	  --context 16 --batch 4 --epochs 1 --eval-freq 4 --eval-iter 1 --sample-tokens 2 --save $(B)/vg-gpt.safetensors \
