@@ -102,7 +102,7 @@ static inline uint32_t temper(uint32_t y) {
 }
 
 uint32_t ac_random32(torch_Generator *g) {
-    if (--g->left == 0) twist(g);
+    if (--g->left <= 0) twist(g); /* <= : a generator never seeded (all zero) twists, not reads past st */
     return temper(g->st[g->next++]);
 }
 
@@ -111,7 +111,7 @@ uint32_t ac_random32(torch_Generator *g) {
  * its time in the call per draw). */
 static void random32_fill(torch_Generator *g, uint32_t *out, int64_t n) {
     while (n > 0) {
-        if (g->left == 1) { /* the call that would twist: after it, all MT_N words are ahead */
+        if (g->left <= 1) { /* the call that would twist: after it, all MT_N words are ahead */
             twist(g);
             g->left = MT_N + 1;
         }
