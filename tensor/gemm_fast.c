@@ -268,37 +268,29 @@ __attribute__((target("avx2"))) static inline void transpose8(const float *p, in
     out[6] = _mm256_permute2f128_ps(u2, u6, 0x31), out[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
 }
 
-/* Eight lines contiguous along k (A's rows, or a transposed B's columns) into
- * 8 columns of a panel ld floats wide: 8 x 8 blocks transposed in registers,
- * each stored as 8 k-steps. The scalar loop does the same with a scattered
- * store per element, a cost that was a fifth of the kernel's on a 2048 x 256
- * x 256 product. */
-__attribute__((target("avx2"))) static void pack8_rows(const float *A, int64_t rsa, int64_t kc, float *Ap, int64_t ld) {
+/* `lines` lines contiguous along k (A's rows, or a transposed B's columns; a constant 8, or 6 for
+ * AVX2's MR) into as many columns of a panel ld floats wide: 8 x 8 blocks transposed in registers,
+ * each stored as 8 k-steps. The scalar loop does the same with a scattered store per element, a
+ * cost that was a fifth of the kernel's on a 2048 x 256 x 256 product; for A's 6-row panels its
+ * loads of a big A (rows far apart, each a run of KC floats) missed cache with few in flight, 17%
+ * of a 2048^3 product. */
+__attribute__((target("avx2"))) static inline void pack_lines(const float *A, int64_t rsa, int64_t kc, float *Ap,
+                                                             int64_t ld, int lines) {
     int64_t k = 0;
     for (; k + 8 <= kc; k += 8) {
         __m256 col[8];
-        transpose8(A + k, rsa, 8, col);
-        for (int q = 0; q < 8; q++) _mm256_storeu_ps(Ap + (k + q) * ld, col[q]);
-    }
-    for (; k < kc; k++)
-        for (int r = 0; r < 8; r++) Ap[k * ld + r] = A[r * rsa + k];
-}
-
-/* Six such lines into a 6-wide panel (AVX2's MR): A's rows for the micro-kernel. Element by
- * element, the loads of a big A (its rows far apart, each a run of KC floats) missed cache with
- * few in flight: 17% of a 2048^3 product went to this copy. */
-__attribute__((target("avx2"))) static void pack6_rows(const float *A, int64_t rsa, int64_t kc, float *Ap) {
-    int64_t k = 0;
-    for (; k + 8 <= kc; k += 8) {
-        __m256 col[8];
-        transpose8(A + k, rsa, 6, col);
-        for (int q = 0; q < 8; q++) { /* the step's 6 floats: 4 and 2 */
-            _mm_storeu_ps(Ap + (k + q) * 6, _mm256_castps256_ps128(col[q]));
-            _mm_storel_pi((__m64 *)(Ap + (k + q) * 6 + 4), _mm256_extractf128_ps(col[q], 1));
+        transpose8(A + k, rsa, lines, col);
+        for (int q = 0; q < 8; q++) {
+            if (lines == 8) {
+                _mm256_storeu_ps(Ap + (k + q) * ld, col[q]);
+            } else { /* the step's 6 floats: 4 and 2 */
+                _mm_storeu_ps(Ap + (k + q) * ld, _mm256_castps256_ps128(col[q]));
+                _mm_storel_pi((__m64 *)(Ap + (k + q) * ld + 4), _mm256_extractf128_ps(col[q], 1));
+            }
         }
     }
     for (; k < kc; k++)
-        for (int r = 0; r < 6; r++) Ap[k * 6 + r] = A[r * rsa + k];
+        for (int r = 0; r < lines; r++) Ap[k * ld + r] = A[r * rsa + k];
 }
 
 /* A few rows of C (fewer than the kernel's MR: generating one token) against a B whose columns are
@@ -385,11 +377,11 @@ static void pack(const float *X, int64_t rl, int64_t rk, int64_t n, int64_t kc, 
         int h = n - i < w ? (int)(n - i) : w;
 #ifdef AC_X86
         if (rk == 1 && h == w && w % 8 == 0 && have_avx2()) {
-            for (int q = 0; q < w; q += 8) pack8_rows(X + (i + q) * rl, rl, kc, P + q, w);
+            for (int q = 0; q < w; q += 8) pack_lines(X + (i + q) * rl, rl, kc, P + q, w, 8);
             continue;
         }
         if (rk == 1 && h == 6 && w == 6 && have_avx2()) {
-            pack6_rows(X + i * rl, rl, kc, P);
+            pack_lines(X + i * rl, rl, kc, P, 6, 6);
             continue;
         }
 #endif
