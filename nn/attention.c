@@ -211,7 +211,7 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
     } else {
         Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
         Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
-        attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
+        torch_masked_fill_(attn_scores, mask, -INFINITY);        /* attn_scores.masked_fill_(mask_bool, -torch.inf) */
         Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
         attn_weights = nn_Dropout_forward(self->dropout, attn_weights); /* self.dropout(...) */
         self->last_attn_weights = attn_weights;

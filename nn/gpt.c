@@ -92,7 +92,8 @@ nn_GPTGELU *nn_GPTGELU_new(void) { return nn_module_new(sizeof(nn_GPTGELU), "GEL
 Tensor *nn_GPTGELU_forward(nn_GPTGELU *self, Tensor *x) {                        // def forward(self, x):
     (void)self;                                                                   //     return 0.5 * x * (1 + torch.tanh(
     Tensor *c = torch_sqrt(torch_scalar_tensor(2.0 / M_PI));                      //         torch.sqrt(torch.tensor(2.0 / torch.pi)) *
-    Tensor *inner = torch_add(x, torch_mul_scalar(torch_pow(x, 3), 0.044715));    //         (x + 0.044715 * torch.pow(x, 3))))
+    Tensor *cube = torch_mul_scalar_(torch_pow(x, 3), 0.044715);                  //         (x + 0.044715 * torch.pow(x, 3))))
+    Tensor *inner = torch_add(x, cube); /* (C: the product written over the power, which no backward reads: 6 MB a block less) */
     return torch_mul(torch_mul_scalar(x, 0.5), torch_add_scalar(torch_tanh(torch_mul(c, inner)), 1.0));
 }
 

@@ -118,6 +118,7 @@ size_t ac_arena_bytes_reserved(void) {
 
 void ac_shutdown(void) {
     ac_parallel_shutdown(); /* the pool's threads, and their arenas, first */
+    ac_gbuf_shutdown();
     for (size_t i = 0; i < nblocks; i++) {
         UNPOISON(blocks[i].mem, blocks[i].cap);
         free(blocks[i].mem);

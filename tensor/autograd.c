@@ -52,6 +52,7 @@ static void autograd_recover(void) {
     if (internal_depth > 0) grad_enabled = user_mode;
     internal_depth = 0;
     running = NULL;
+    ac_gbuf_abort();
 }
 
 const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
@@ -121,7 +122,9 @@ Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
     if (requires_grad && !ti->gradbuf) {
         /* The gradient's storage shares the leaf's lifetime: persistent leaves
          * get a persistent buffer, arena leaves one in the arena. */
+        bool was = ac_gbuf_suspend(); /* made in a backward too, and kept */
         Tensor *z = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
+        ac_gbuf_resume(was);
         ti->gradbuf = t->persistent ? ac_persist(z) : z;
     }
     t->requires_grad = requires_grad;
@@ -143,6 +146,19 @@ static void add_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
 static void add_into(float *dst, const float *src, int64_t n) {
     AddJob j = {dst, src, NULL};
     ac_parallel_for(n, AC_GRAIN, add_task, &j);
+}
+
+void ac_add_into(float *dst, const float *src, int64_t n) { add_into(dst, src, n); }
+
+float *ac_leaf_grad(Tensor *x, bool *add) {
+    int k = x && running ? input_slot(running, x) : -1;
+    if (k < 0 || !running->needs[k] || running->next[k]) return NULL;
+    TensorImpl *xi = ac_impl(x);
+    if (!xi->gradbuf) torch_requires_grad_(x, true);
+    if (x->grad && x->grad != xi->gradbuf) return NULL; /* a .grad someone set: the engine adds to it as a whole */
+    *add = x->grad != NULL;
+    x->grad = xi->gradbuf;
+    return x->grad->data;
 }
 
 /* Called by the running node's backward for one of its inputs: a leaf's .grad
@@ -194,6 +210,7 @@ static void accum(Tensor *x, Tensor *g, bool owned) {
     if (fn && !fn->bgrad) { /* take g as it is, any strides: the next backward reads it through ac_cdata */
         fn->bgrad = g;
         fn->bgrad_owned = owned;
+        ac_gbuf_hold(g);
         return;
     }
     const float *gd = ac_cdata(g);
@@ -213,14 +230,18 @@ static void accum(Tensor *x, Tensor *g, bool owned) {
         add_into(into, gd, n);
     } else if ((into = writable(g, owned))) { /* the sum into g, which nothing else reads */
         add_into(into, ac_cdata(fn->bgrad), n);
+        ac_gbuf_drop(fn->bgrad);
         fn->bgrad = g;
         fn->bgrad_owned = true;
+        ac_gbuf_hold(g);
     } else {
         Tensor *s = ac_new_like(x);
         AddJob j = {s->data, gd, ac_cdata(fn->bgrad)};
         ac_parallel_for(n, AC_GRAIN, add_task, &j);
+        ac_gbuf_drop(fn->bgrad);
         fn->bgrad = s;
         fn->bgrad_owned = true;
+        ac_gbuf_hold(s);
     }
 }
 
@@ -346,6 +367,7 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
     }
     Vec order = {0};
     topo_sort(root->grad_fn, &order);
+    ac_gbuf_sweep_begin();
     for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad = NULL;
     root->grad_fn->bgrad = seed;
     root->grad_fn->bgrad_owned = seed != gradient; /* never write into the caller's tensor */
@@ -362,10 +384,14 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
         n->bgrad = NULL;
         if (n->out && n->out->grad_fn == n && ac_impl(n->out)->retains_grad) retain(n->out, g);
         running = n;
+        ac_gbuf_node_begin();
         n->backward(n, g);
         running = NULL;
+        ac_gbuf_drop(g); /* n's hold on its gradient, taken when the gradient reached it */
+        ac_gbuf_node_end();
         if (!retain_graph && n->uses_saved) n->freed = true;
     }
+    ac_gbuf_sweep_end();
     torch_no_grad_exit(prev);
 }
 

@@ -19,6 +19,10 @@ typedef struct TensorImpl {
 } TensorImpl;
 static inline TensorImpl *ac_impl(const Tensor *t) { return (TensorImpl *)(uintptr_t)t; }
 void ac_check_inplace(Tensor *t, const char *op); /* PyTorch's leaf / view-of-leaf refusals */
+/* masked_fill_ on a float tensor that is no view, contiguous, the mask checked (op_mask.c) */
+void ac_masked_fill_whole_(Tensor *t, Tensor *mask, double value);
+/* add_, sub_, mul_, div_ (op 0-3) by a number, on a float tensor that is no view, contiguous (op_elementwise.c) */
+void ac_scalar_op_whole_(Tensor *x, int op, double s);
 
 /* One node of the backward graph: what made a tensor, and how to send its
  * gradient back to the inputs. backward() receives the gradient of `out`
@@ -63,6 +67,25 @@ Tensor *ac_unpack(const Node *n, ac_saved s);  /* t, or PyTorch's error if it wa
 #define AC_ASAN 1
 #endif
 #endif
+
+/* The backward's gradient buffers (grad_buffers.c): while a node's backward
+ * runs, ac_new takes the data of big tensors from here; autograd holds a
+ * buffer for each pending node whose gradient it is and drops it when that
+ * node has run, and what nothing holds is reused. */
+bool ac_gbuf_wants(size_t bytes);       /* a node's backward is running and the tensor is big */
+void *ac_gbuf_alloc(size_t bytes);
+void ac_gbuf_hold(const Tensor *t);     /* no-op for a tensor whose data is not a buffer */
+void ac_gbuf_drop(const Tensor *t);
+bool ac_gbuf_suspend(void);             /* what is made until the resume goes to the arena (a leaf's .grad) */
+void ac_gbuf_resume(bool was);
+void ac_gbuf_sweep_begin(void);
+void ac_gbuf_node_begin(void);
+void ac_gbuf_node_end(void);
+void ac_gbuf_sweep_end(void);
+void ac_gbuf_abort(void);               /* an error ended the sweep */
+void ac_gbuf_shutdown(void);
+extern bool ac_gbuf_enabled;            /* false: everything in the arena (tests compare the two) */
+extern size_t ac_gbuf_min_bytes;        /* the least a tensor takes from the buffers (64 KiB; the fuzzer: 0) */
 
 /* New contiguous tensors in the arena. ac_new leaves data uninitialised. */
 Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape);
@@ -121,6 +144,12 @@ Tensor *ac_accum_target(Tensor *x);
  * reference run; the gradients must come out the same) */
 extern bool ac_grad_reuse;
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
+/* A leaf input's .grad buffer (contiguous, x's shape) for a backward that makes
+ * the gradient in pieces, with *add: true when the pieces are to be added to
+ * it (the leaf had a gradient), false when they are its first values. NULL
+ * when x is not a leaf input of the running node that needs a gradient. */
+float *ac_leaf_grad(Tensor *x, bool *add);
+void ac_add_into(float *dst, const float *src, int64_t n); /* dst += src, split among threads */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */
 bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape);

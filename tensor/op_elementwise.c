@@ -167,6 +167,17 @@ static Tensor *scalar_op(BinOp op, Tensor *a, double s) {
     return out;
 }
 
+/* x.add_(s), x.sub_(s), x.mul_(s), x.div_(s) (op 0-3) on a float tensor that
+ * is no view, elements in order: the same op written into x, and x's new
+ * history the same node on its old one (a number's op needs neither old
+ * value back). No second tensor of x's size. */
+void ac_scalar_op_whole_(Tensor *x, int op, double s) {
+    scalar_compute((BinOp)op, x, (float)s, x);
+    ac_bump_version(x);
+    Node *n = AC_NODE(bin_names[op], scalar_backward, x, x);
+    if (n) *AC_CTX(n, ScalarSaved) = (ScalarSaved){(BinOp)op, (float)s};
+}
+
 Tensor *torch_add_scalar(Tensor *a, double s) { return scalar_op(ADD, a, s); }
 Tensor *torch_sub_scalar(Tensor *a, double s) { return scalar_op(SUB, a, s); }
 Tensor *torch_mul_scalar(Tensor *a, double s) { return scalar_op(MUL, a, s); }

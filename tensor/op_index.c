@@ -40,16 +40,17 @@ static void gather(const float *a, int64_t outer, int64_t size, int64_t inner, c
 typedef struct {
     const int64_t *ip;
     const float *gd;
-    float *zd;
-    int64_t outer, size, inner, pad, cnt;
+    float *zd;                  /* rows [r0, r1) of the gradient (all of them, or a block of a leaf's) */
+    int64_t outer, size, inner, pad, cnt, r0, r1;
 } Scatter;
 
 static void scatter_task(void *ctx, int64_t c0, int64_t c1, int chunk) {
     const Scatter *s = ctx;
+    int64_t rows = s->r1 - s->r0;
     for (int64_t o = 0; o < s->outer; o++)
         for (int64_t j = 0; j < s->cnt; j++) {
-            if (s->ip[j] == s->pad) continue; /* padding_idx gets no gradient */
-            float *dst = s->zd + (o * s->size + s->ip[j]) * s->inner;
+            if (s->ip[j] == s->pad || s->ip[j] < s->r0 || s->ip[j] >= s->r1) continue; /* padding_idx gets no gradient */
+            float *dst = s->zd + (o * rows + s->ip[j] - s->r0) * s->inner;
             const float *src = s->gd + (o * s->cnt + j) * s->inner;
             for (int64_t i = c0; i < c1; i++) dst[i] += src[i];
         }
@@ -59,13 +60,46 @@ static void scatter_task(void *ctx, int64_t c0, int64_t c1, int chunk) {
  * the input seen as [outer, size, inner]; pad: the index that gets no gradient, or -1. */
 typedef struct { Tensor *idx; int64_t outer, size, inner, pad; } IndexSaved;
 
+#define BLOCKS_FROM ((int64_t)4 << 20) /* floats (16 MB): a leaf this big gets its gradient a block of rows at a time */
+#define BLOCK_FLOATS ((int64_t)1 << 20)
+
+static void scatter(Scatter *s) {
+    int64_t work = s->outer * s->cnt; /* rows added per column */
+    ac_parallel_for(s->inner, work >= AC_GRAIN ? 8 : AC_GRAIN / (work + 1) + 8, scatter_task, s);
+}
+
 static void scatter_add_backward(Node *n, Tensor *g) {
     const IndexSaved *sv = n->ctx;
     Tensor *a = n->inputs[0];
+    Scatter s = {sv->idx->data, ac_cdata(g), NULL, sv->outer, sv->size, sv->inner, sv->pad, torch_numel(sv->idx), 0, sv->size};
+    bool add = false;
+    float *into = sv->outer == 1 && torch_numel(a) >= BLOCKS_FROM ? ac_leaf_grad(a, &add) : NULL;
+    if (into) {
+        /* A big leaf (the GPT's 50257-row embedding): its first gradient made
+         * in place, or a block of rows at a time made and added to it (rows
+         * no index reaches get + 0, as the whole zero tensor would give them),
+         * instead of a whole zero tensor beside it. */
+        if (!add) {
+            memset(into, 0, sizeof(float) * (size_t)torch_numel(a));
+            s.zd = into;
+            scatter(&s);
+            return;
+        }
+        int64_t block = BLOCK_FLOATS / s.inner > 0 ? BLOCK_FLOATS / s.inner : 1;
+        float *tmp = ac_new(AC_FLOAT32, 1, (int64_t[]){block * s.inner})->data;
+        for (int64_t r0 = 0; r0 < sv->size; r0 += block) {
+            s.r0 = r0;
+            s.r1 = sv->size - r0 < block ? sv->size : r0 + block;
+            s.zd = tmp;
+            memset(tmp, 0, sizeof(float) * (size_t)((s.r1 - r0) * s.inner));
+            scatter(&s);
+            ac_add_into(into + r0 * s.inner, tmp, (s.r1 - r0) * s.inner);
+        }
+        return;
+    }
     Tensor *z = ac_new_zeros(AC_FLOAT32, a->ndim, a->shape);
-    Scatter s = {sv->idx->data, ac_cdata(g), z->data, sv->outer, sv->size, sv->inner, sv->pad, torch_numel(sv->idx)};
-    int64_t work = s.outer * s.cnt; /* rows added per column */
-    ac_parallel_for(s.inner, work >= AC_GRAIN ? 8 : AC_GRAIN / (work + 1) + 8, scatter_task, &s);
+    s.zd = z->data;
+    scatter(&s);
     ac_accum(a, z);
 }
 

@@ -214,6 +214,10 @@ Tensor *torch_masked_fill_(Tensor *t, Tensor *mask, double value) {
                  ac_dtype_name(mask->dtype) /* PyTorch's words, with its C++ type name */);
     int64_t mst[AC_MAX_DIMS];
     broadcast_to(mask, t, mst, "masked_fill_", "the mask");
+    if (t->dtype == AC_FLOAT32 && !ac_impl(t)->base && t->offset == 0 && torch_is_contiguous(t)) {
+        ac_masked_fill_whole_(t, mask, value);
+        return t;
+    }
     Tensor *m = ac_new(AC_BOOL, t->ndim, t->shape); /* the mask at t's shape, kept for the backward */
     bool *mp = m->data;
     int64_t n = torch_numel(t), idx[AC_MAX_DIMS] = {0}, moff = mask->offset;
@@ -312,6 +316,11 @@ Tensor *torch_div_(Tensor *x, Tensor *y) { return arith_(x, y, torch_div, "div_"
 static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double), const char *op, const char *node) {
     ac_check_defined(x, op);
     ac_check_inplace(x, op);
+    if (x->dtype == AC_FLOAT32 && !ac_impl(x)->base && x->offset == 0 && torch_is_contiguous(x)) {
+        int k = fn == torch_add_scalar ? 0 : fn == torch_sub_scalar ? 1 : fn == torch_mul_scalar ? 2 : 3;
+        ac_scalar_op_whole_(x, k, s);
+        return x;
+    }
     Tensor *r = fn(x, s); /* a number times x: its backward needs neither old value */
     torch_copy_(x, r);
     if (torch_is_grad_enabled() && x->requires_grad && x->grad_fn && !ac_impl(x)->base) x->grad_fn->name = node;

@@ -4,6 +4,9 @@
  * The sum over i runs first and the bias is added last, as BLAS addmm does. */
 #include "internal.h"
 
+#define STRIPS_FROM ((int64_t)4 << 20) /* floats of dW (16 MB) */
+#define STRIP_FLOATS ((int64_t)1 << 20) /* 4 MB a strip */
+
 /* dX reads W, dW reads X: each saved only when the other needs its gradient. */
 typedef struct { ac_saved x, w; } LinearSaved;
 
@@ -21,9 +24,26 @@ static void linear_backward(Node *n, Tensor *gt) {
         if (!sum) ac_accum_new(x, gx);
     }
     if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
-        Tensor *gw = ac_new_like(w);
-        ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, ac_cdata(ac_unpack(n, sv->x)), in_f, 1, gw->data, in_f, false);
-        ac_accum_new(w, gw);
+        const float *X = ac_cdata(ac_unpack(n, sv->x));
+        bool add = false;
+        float *into = out_f * in_f >= STRIPS_FROM ? ac_leaf_grad(w, &add) : NULL;
+        if (into) {
+            /* A big leaf weight (the GPT's 50257-row head): dW straight into
+             * its .grad, or a strip of rows at a time added to it, instead of
+             * a whole dW beside it. Each element's sum is the same. */
+            int64_t strip = STRIP_FLOATS / in_f > 0 ? STRIP_FLOATS / in_f : 1;
+            float *tmp = add ? ac_new(AC_FLOAT32, 1, (int64_t[]){strip * in_f})->data : NULL;
+            for (int64_t o0 = 0; o0 < out_f; o0 += strip) {
+                int64_t h = out_f - o0 < strip ? out_f - o0 : strip;
+                float *dst = into + o0 * in_f;
+                ac_gemm_strided(h, in_f, rows, G + o0, 1, out_f, X, in_f, 1, add ? tmp : dst, in_f, false);
+                if (add) ac_add_into(dst, tmp, h * in_f);
+            }
+        } else {
+            Tensor *gw = ac_new_like(w);
+            ac_gemm_strided(out_f, in_f, rows, G, 1, out_f, X, in_f, 1, gw->data, in_f, false);
+            ac_accum_new(w, gw);
+        }
     }
     if (ac_needs_grad(b)) {
         Tensor *gb = ac_new_zeros(AC_FLOAT32, 1, &out_f);

@@ -95,6 +95,18 @@ static void masked_fill_backward(Node *n, Tensor *g) {
     ac_accum_new(n->inputs[0], apply_mask(n->ctx, g, 0.0f, ac_grad_out(n, g)));
 }
 
+/* t.masked_fill_(mask, value) where t is a float tensor that is no view and
+ * whose elements are in order (attention's scores): the same rows as
+ * masked_fill's, written into t, and t's new history the same node on its old
+ * one. No copy of t or of the mask at t's size. */
+void ac_masked_fill_whole_(Tensor *t, Tensor *mask, double value) {
+    Masked *v = mask_view(t, mask);
+    apply_mask(v, t, (float)value, t);
+    ac_bump_version(t);
+    Node *n = AC_NODE("MaskedFillBackward0", masked_fill_backward, t, t);
+    if (n) n->ctx = v;
+}
+
 Tensor *torch_masked_fill(Tensor *a, Tensor *mask, double value) {
     ac_check_float(a, "masked_fill");
     ac_check_defined(mask, "masked_fill");

@@ -87,18 +87,44 @@ Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w
     return y;
 }
 
+/* dropout, as 1.13 on the CPU: noise = bernoulli_(1 - p) / (1 - p); out = x * noise,
+ * whose MulBackward0 gives dx = g * noise. The noise is one of two values, so
+ * the node keeps which (a byte per element) instead of the floats. */
+typedef struct { Tensor *kept; float scale; } DropoutSaved;
+typedef struct { const float *x; const bool *k; float *o; float scale; } DropoutJob;
+
+static void dropout_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const DropoutJob *j = ctx;
+    for (int64_t i = i0; i < i1; i++) j->o[i] = j->x[i] * (j->k[i] ? j->scale : 0.0f);
+}
+
+static void dropout_backward(Node *n, Tensor *g) {
+    const DropoutSaved *sv = n->ctx;
+    Tensor *gx = ac_grad_out(n, g);
+    DropoutJob j = {ac_cdata(g), sv->kept->data, gx->data, sv->scale};
+    ac_parallel_for(torch_numel(gx), AC_GRAIN, dropout_task, &j);
+    ac_accum_new(n->inputs[0], gx);
+}
+
 Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *generator) {
     ac_check_float(x, "dropout");
     if (!(p >= 0.0 && p <= 1.0)) ac_raise(AC_VALUE_ERROR, "dropout: dropout probability has to be between 0 and 1, but got %g", p);
     if (!training || p == 0.0) return x;
-    /* 1.13 CPU: noise = bernoulli_(1 - p) / (1 - p); out = x * noise */
-    Tensor *noise = ac_new_like(x);
+    float keep = (float)(1.0 - p), scale = p == 1.0 ? 0.0f : 1.0f / keep; /* noise: 1.0f / keep or 0 */
+    Tensor *out = ac_new_like(x);
     bool prev = torch_no_grad_enter();
-    torch_bernoulli_gen_(noise, 1.0 - p, generator);
+    torch_bernoulli_gen_(out, 1.0 - p, generator); /* the draws, in out until it is written */
     torch_no_grad_exit(prev);
-    float keep = (float)(1.0 - p), *nd = noise->data;
-    for (int64_t i = 0, n = torch_numel(noise); i < n; i++) nd[i] = p == 1.0 ? 0.0f : nd[i] / keep;
-    return torch_mul(x, noise);
+    int64_t n = torch_numel(out);
+    Tensor *kept = ac_new(AC_BOOL, x->ndim, x->shape);
+    bool *k = kept->data;
+    const float *d = out->data;
+    for (int64_t i = 0; i < n; i++) k[i] = d[i] != 0.0f;
+    DropoutJob j = {ac_cdata(x), k, out->data, scale};
+    ac_parallel_for(n, AC_GRAIN, dropout_task, &j);
+    Node *node = AC_NODE("MulBackward0", dropout_backward, out, x, NULL); /* x * noise: the noise needs no gradient */
+    if (node) *AC_CTX(node, DropoutSaved) = (DropoutSaved){kept, scale};
+    return out;
 }
 
 Tensor *torch_dropout(Tensor *x, double p, bool training) { return torch_dropout_gen(x, p, training, NULL); }

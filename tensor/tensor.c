@@ -55,7 +55,7 @@ Tensor *ac_new(ac_dtype dtype, int ndim, const int64_t *shape) {
     check_shape(ndim, shape, "tensor");
     size_t bytes = ac_elem_bytes(ac_shape_numel(ndim, shape), ac_dtype_size(dtype));
     Tensor *t = header(dtype, ndim, shape);
-    t->data = ac_arena_alloc(bytes);
+    t->data = ac_gbuf_wants(bytes) ? ac_gbuf_alloc(bytes) : ac_arena_alloc(bytes);
     return t;
 }
 

@@ -85,6 +85,12 @@ void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, not initialised */
  * capacity *cap doubles), the first `used` copied over; returns the array. */
 void *ac_arena_grow(void *old, size_t used, size_t *cap, size_t need, size_t elem);
 void ac_shutdown(void);               /* releases all arena blocks */
+/* The big gradients a backward makes live only until the node they reach has
+ * run: their data is taken from buffers kept from one backward to the next,
+ * not from the arena. Bytes those buffers hold, and the most in use at once
+ * during the last backward. */
+size_t ac_gbuf_bytes_reserved(void);
+size_t ac_gbuf_peak_bytes(void);
 /* The library's allocator: never NULL; a failure or a size that overflows is an
  * error "not enough memory: you tried to allocate N bytes". */
 void *ac_malloc(size_t bytes);

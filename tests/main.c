@@ -18,6 +18,7 @@ int main(void) {
     srunner_add_suite(sr, suite_optim());
     srunner_add_suite(sr, suite_train());
     srunner_add_suite(sr, suite_memory());
+    srunner_add_suite(sr, suite_memory_backward());
     srunner_add_suite(sr, suite_viz());
     srunner_add_suite(sr, suite_hostile());
     srunner_add_suite(sr, suite_error_paths());

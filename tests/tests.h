@@ -69,6 +69,7 @@ Suite *suite_nn(void);
 Suite *suite_optim(void);
 Suite *suite_train(void);
 Suite *suite_memory(void);
+Suite *suite_memory_backward(void);
 Suite *suite_viz(void);
 Suite *suite_hostile(void);
 Suite *suite_error_paths(void);

@@ -2,14 +2,16 @@
  * random shapes (empty dims included), runs random ops on them with random
  * dims, indices and values, then backward(). Errors are fine; a crash, a
  * sanitizer report, or a gradient of the wrong shape is not. The program then
- * runs again with no gradient written in place (ac_grad_reuse off): the
- * leaves' gradients must be the same bits in exact math (in fast math a linear
- * layer's dX added in place rounds once less: within 1e-3 there). */
+ * runs again with no gradient written in place (ac_grad_reuse off) and every
+ * gradient in the arena: the first run took every gradient a backward made,
+ * however small, from the reused gradient buffers. The leaves' gradients must
+ * be the same bits in exact math (in fast math a linear layer's dX added in
+ * place rounds once less: within 1e-3 there). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "fuzz_common.h"
-#include "internal.h" /* ac_grad_reuse */
+#include "internal.h" /* ac_grad_reuse, ac_gbuf_* */
 
 typedef struct { const uint8_t *p; size_t n; } Input;
 static int byte(Input *in) {
@@ -161,13 +163,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     bool grad = torch_is_grad_enabled(), exact = ac_get_exact();
     ac_set_error_handler(fuzz_on_error, NULL);
     ac_set_exact(size % 2 == 0);
+    ac_gbuf_min_bytes = 0;
     bool ran = run(data, size);
+    ac_gbuf_min_bytes = (size_t)64 << 10;
     int n = n_leaves;
     Tensor *first[64];
     for (int i = 0; i < n; i++) first[i] = leaves[i]->grad;
     ac_grad_reuse = false;
+    ac_gbuf_enabled = false;
     bool again = run(data, size);
     ac_grad_reuse = true;
+    ac_gbuf_enabled = true;
     if (ran != again || n_leaves != n) abort(); /* the same program */
     for (int i = 0; ran && i < n; i++) {
         Tensor *a = first[i], *b = leaves[i]->grad;
