@@ -39,6 +39,19 @@ void ac_broadcast_check(const char *op, const Tensor *a, const Tensor *b, int *n
 
 /* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
  * size 1 (the tinygrad #104 bug lives here). */
+typedef struct { const float *g; int64_t rows, len; float *o; } RowsJob;
+
+static void sum_rows_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
+    const RowsJob *r = ctx;
+    for (int64_t i = 0; i < r->rows; i++)
+        for (int64_t j = j0; j < j1; j++) r->o[j] += r->g[i * r->len + j];
+}
+
+void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o) {
+    RowsJob r = {g, rows, len, o};
+    ac_parallel_for(len, AC_GRAIN / (rows + 1) + 16, sum_rows_task, &r);
+}
+
 Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     if (g->ndim == like->ndim) {
         bool same = true;
@@ -68,8 +81,7 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
         int64_t rows = 1;
         for (int d = 0; d < first_kept; d++) rows *= g->shape[d];
         int64_t len = rows ? n / rows : 0;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < len; j++) o[j] += gd[r * len + j];
+        ac_sum_rows(gd, rows, len, o);
         return out;
     }
     for (int64_t k = 0; k < n; k++) {

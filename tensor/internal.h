@@ -144,6 +144,8 @@ Tensor *ac_accum_target(Tensor *x);
  * reference run; the gradients must come out the same) */
 extern bool ac_grad_reuse;
 Tensor *ac_sum_to(Tensor *g, const Tensor *like); /* undo broadcasting */
+/* o[j] += g[i * len + j] for each row i in order; threads split the columns (j) */
+void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o);
 /* A leaf input's .grad buffer (contiguous, x's shape) for a backward that makes
  * the gradient in pieces, with *add: true when the pieces are to be added to
  * it (the leaf had a gradient), false when they are its first values. NULL

@@ -47,11 +47,17 @@ static void linear_backward(Node *n, Tensor *gt) {
     }
     if (ac_needs_grad(b)) {
         Tensor *gb = ac_new_zeros(AC_FLOAT32, 1, &out_f);
-        float *o = gb->data;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < out_f; j++) o[j] += G[r * out_f + j];
+        ac_sum_rows(G, rows, out_f, gb->data);
         ac_accum_new(b, gb);
     }
+}
+
+typedef struct { const float *b; float *y; int64_t out_f; } BiasJob;
+
+static void bias_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const BiasJob *j = ctx;
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t k = 0; k < j->out_f; k++) j->y[r * j->out_f + k] += j->b[k];
 }
 
 Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
@@ -75,10 +81,8 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
     /* Y = X @ W^T: W read transposed (B(k, j) = W[j, k]), no copy */
     ac_gemm_strided(rows, out_f, in_f, ac_cdata(x), in_f, 1, ac_cdata(w), 1, in_f, y->data, out_f, false);
     if (b) {
-        const float *bd = ac_cdata(b);
-        float *o = y->data;
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t j = 0; j < out_f; j++) o[r * out_f + j] += bd[j];
+        BiasJob j = {ac_cdata(b), y->data, out_f};
+        ac_parallel_for(rows, AC_GRAIN / (out_f + 1) + 1, bias_task, &j);
     }
     const char *name = x->ndim == 2 ? (b ? "AddmmBackward0" : "MmBackward0")
                      : x->ndim == 1 ? (b ? "AddBackward0" : "SqueezeBackward3")

@@ -191,6 +191,50 @@ static void var_backward(Node *n, Tensor *g) {
     ac_accum(n->inputs[0], var_backward_grad(sv, x, y, g));
 }
 
+/* The reduced dims are the last ones (or none is reduced): each output is a run of count elements. */
+static bool trailing(const Plan *p, int ndim) {
+    int d = ndim;
+    while (d > 0 && p->reduced[d - 1]) d--;
+    for (int i = 0; i < d; i++)
+        if (p->reduced[i]) return false;
+    return true;
+}
+
+typedef struct {
+    const float *x;
+    double *sum, *m2;
+    float *mean, *out;
+    int64_t count;
+    double denom;
+    bool std;
+} VarJob;
+
+/* outputs [i0, i1): the mean as float, the variance (or its root) from the squared deviations */
+static void var_finish(const VarJob *j, int64_t i0, int64_t i1) {
+    for (int64_t i = i0; i < i1; i++) {
+        j->mean[i] = (float)j->sum[i];
+        double v = j->denom > 0 ? j->m2[i] / j->denom : NAN; /* n <= correction: no spread to divide */
+        j->out[i] = (float)(j->std ? sqrt(v) : v);
+    }
+}
+
+/* rows [r0, r1) of count elements each: the two passes of the loop below, in the same order */
+static void var_rows_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const VarJob *j = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = j->x + r * j->count;
+        double sum = 0, m2 = 0;
+        for (int64_t k = 0; k < j->count; k++) sum += x[k];
+        sum /= (double)j->count;
+        for (int64_t k = 0; k < j->count; k++) {
+            double dev = x[k] - sum;
+            m2 += dev * dev;
+        }
+        j->sum[r] = sum, j->m2[r] = m2;
+    }
+    var_finish(j, r0, r1);
+}
+
 static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased, bool keepdim, bool std, bool all) {
     const char *op = std ? "std" : "var";
     ac_check_float(a, op);
@@ -202,30 +246,27 @@ static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased,
     int64_t ostr[AC_MAX_DIMS], cs[AC_MAX_DIMS];
     ac_contiguous_strides(p.keep_nd, p.keep_shape, cs);
     for (int d = 0; d < a->ndim; d++) ostr[d] = p.reduced[d] ? 0 : cs[d];
-    int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
-    for (int64_t k = 0; k < n; k++) { /* pass 1: sums */
-        sum[off] += xd[k];
-        ac_advance(a->ndim, a->shape, ostr, idx, &off);
-    }
     Tensor *mean = ac_new(AC_FLOAT32, p.keep_nd, p.keep_shape);
-    float *md = mean->data;
-    for (int64_t i = 0; i < nout; i++) {
-        sum[i] /= (double)p.count;
-        md[i] = (float)sum[i];
-    }
-    memset(idx, 0, sizeof idx);
-    off = 0;
-    for (int64_t k = 0; k < n; k++) { /* pass 2: squared deviations from the double mean */
-        double dev = xd[k] - sum[off];
-        m2[off] += dev * dev;
-        ac_advance(a->ndim, a->shape, ostr, idx, &off);
-    }
     Tensor *s = ac_new(AC_FLOAT32, p.keep_nd, p.keep_shape);
-    float *o = s->data;
     double denom = (double)p.count - (unbiased ? 1.0 : 0.0);
-    for (int64_t i = 0; i < nout; i++) {
-        double v = denom > 0 ? m2[i] / denom : NAN; /* n <= correction: no spread to divide */
-        o[i] = (float)(std ? sqrt(v) : v);
+    VarJob j = {xd, sum, m2, mean->data, s->data, p.count, denom, std};
+    if (trailing(&p, a->ndim)) { /* rows of the last dims (a layer norm's): the same sums, a row a task */
+        ac_parallel_for(nout, AC_GRAIN / (p.count + 1) + 1, var_rows_task, &j);
+    } else {
+        int64_t idx[AC_MAX_DIMS] = {0}, off = 0;
+        for (int64_t k = 0; k < n; k++) { /* pass 1: sums */
+            sum[off] += xd[k];
+            ac_advance(a->ndim, a->shape, ostr, idx, &off);
+        }
+        for (int64_t i = 0; i < nout; i++) sum[i] /= (double)p.count;
+        memset(idx, 0, sizeof idx);
+        off = 0;
+        for (int64_t k = 0; k < n; k++) { /* pass 2: squared deviations from the double mean */
+            double dev = xd[k] - sum[off];
+            m2[off] += dev * dev;
+            ac_advance(a->ndim, a->shape, ostr, idx, &off);
+        }
+        var_finish(&j, 0, nout);
     }
     int64_t ostride[AC_MAX_DIMS];
     ac_contiguous_strides(p.out_nd, p.out_shape, ostride);
