@@ -131,8 +131,12 @@ Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
     return t;
 }
 
+static void zero_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    memset((float *)ctx + i0, 0, sizeof(float) * (size_t)(i1 - i0));
+}
+
 void torch_zero_grad_(Tensor *t) {
-    if (t && t->grad) memset(t->grad->data, 0, sizeof(float) * (size_t)torch_numel(t->grad));
+    if (t && t->grad) ac_parallel_for(torch_numel(t->grad), 1 << 18, zero_task, t->grad->data); /* 1 MB a piece */
 }
 
 typedef struct { float *dst; const float *src, *a; } AddJob;

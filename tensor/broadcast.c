@@ -47,6 +47,23 @@ static void sum_rows_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
         for (int64_t j = j0; j < j1; j++) r->o[j] += r->g[i * r->len + j];
 }
 
+/* outputs [i0, i1), each the sum of its run of len elements of g, in order */
+static void run_sums_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const RowsJob *r = ctx;
+    for (int64_t i = i0; i < i1; i++) {
+        float s = r->o[i];
+        for (int64_t j = 0; j < r->len; j++) s += r->g[i * r->len + j];
+        r->o[i] = s;
+    }
+}
+
+/* a dim before d is summed (and not of size 1) */
+static bool summed_before(const Tensor *g, const int64_t *ostr, int d) {
+    for (int e = 0; e < d; e++)
+        if (ostr[e] == 0 && g->shape[e] != 1) return true;
+    return false;
+}
+
 void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o) {
     RowsJob r = {g, rows, len, o};
     ac_parallel_for(len, AC_GRAIN / (rows + 1) + 16, sum_rows_task, &r);
@@ -82,6 +99,22 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
         for (int d = 0; d < first_kept; d++) rows *= g->shape[d];
         int64_t len = rows ? n / rows : 0;
         ac_sum_rows(gd, rows, len, o);
+        return out;
+    }
+    /* Every summed dim after every kept one (a mean over the last dim, keepdim):
+     * each output the sum of one run of g, in order. */
+    int last_kept = -1;
+    bool suffix = true;
+    for (int d = 0; d < g->ndim; d++) {
+        bool summed = ostr[d] == 0 && g->shape[d] != 1;
+        if (!summed && g->shape[d] != 1) last_kept = d;
+        if (!summed && summed_before(g, ostr, d)) suffix = false;
+    }
+    if (suffix) {
+        int64_t outs = 1;
+        for (int d = 0; d <= last_kept; d++) outs *= g->shape[d];
+        RowsJob r = {gd, outs, outs ? n / outs : 0, o};
+        ac_parallel_for(outs, AC_GRAIN / (r.len + 1) + 1, run_sums_task, &r);
         return out;
     }
     for (int64_t k = 0; k < n; k++) {

@@ -7,6 +7,7 @@
  * Ignored rows get no gradient. The forward adds the rows with ATen's 8-level
  * cascade (nll_loss_out_frame). */
 #include <math.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -56,6 +57,24 @@ static float nll_mean(const float *lp, const int64_t *t, int64_t N, int64_t C, i
  * count of targets not ignored. fused: cross_entropy, through log_softmax too. */
 typedef struct { Tensor *logp, *tgt; int64_t ignore; bool fused; float total; } LossSaved;
 
+typedef struct { const float *lp; const int64_t *t; float *d; int64_t C, ignore; float grad; bool fused; } LossJob;
+
+static void loss_rows_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const LossJob *j = ctx;
+    int64_t C = j->C;
+    float grad = j->grad;
+    for (int64_t r = r0; r < r1; r++) {
+        float *dr = j->d + r * C;
+        if (j->t[r] != j->ignore && j->fused) {
+            ac_exp_sub(j->lp + r * C, 0.0f, dr, C); /* expf(lp - 0) = expf(lp): libm's in exact math, vectorized in fast */
+            for (int64_t c = 0; c < C; c++) dr[c] = (c == j->t[r] ? grad : 0.0f) - dr[c] * grad;
+            continue;
+        }
+        memset(dr, 0, sizeof(float) * (size_t)C);
+        if (j->t[r] != j->ignore) dr[j->t[r]] = grad;
+    }
+}
+
 static void loss_backward(Node *n, Tensor *gt) {
     const LossSaved *sv = n->ctx;
     Tensor *x = n->inputs[0], *logp = sv->logp, *tgt = sv->tgt;
@@ -64,17 +83,9 @@ static void loss_backward(Node *n, Tensor *gt) {
     float grad = -(ac_cdata(gt)[0] / sv->total);
     const float *lp = logp ? logp->data : NULL;
     const int64_t *t = tgt->data;
-    Tensor *gx = ac_new_zeros(AC_FLOAT32, 2, x->shape);
-    float *d = gx->data;
-    for (int64_t r = 0; r < N; r++) {
-        if (t[r] == ignore) continue;
-        if (fused) {
-            float *dr = d + r * C;
-            ac_exp_sub(lp + r * C, 0.0f, dr, C); /* expf(lp - 0) = expf(lp): libm's in exact math, vectorized in fast */
-            for (int64_t j = 0; j < C; j++) dr[j] = (j == t[r] ? grad : 0.0f) - dr[j] * grad;
-        } else
-            d[r * C + t[r]] = grad;
-    }
+    Tensor *gx = ac_new(AC_FLOAT32, 2, x->shape);
+    LossJob j = {lp, t, gx->data, C, ignore, grad, fused};
+    ac_parallel_for(N, AC_GRAIN / (C + 1) + 1, loss_rows_task, &j); /* rows are independent */
     ac_accum(x, gx);
 }
 
