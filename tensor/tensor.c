@@ -130,6 +130,8 @@ int64_t torch_size(const Tensor *t, int64_t dim) {
 }
 
 bool torch_is_contiguous(const Tensor *t) {
+    for (int i = 0; i < t->ndim; i++)
+        if (t->shape[i] == 0) return true; /* no elements: contiguous whatever the strides, as PyTorch says */
     int64_t s = 1;
     for (int i = t->ndim - 1; i >= 0; i--) {
         if (t->shape[i] != 1 && t->stride[i] != s) return false;

@@ -97,6 +97,11 @@ START_TEST(test_views_share_storage) {
     ck_assert_ptr_eq(torch_select(m, 0, 1)->data, base);
     ck_assert_ptr_eq(torch_slice(m, 1, 1, 3)->data, base);
     ck_assert(!torch_is_contiguous(torch_T(m)));
+    /* no elements: contiguous whatever the strides, as PyTorch's is_contiguous() (the fuzzer's
+     * [4, 0] leaf gradient, strides (1, 1), was refused by ac_data_float) */
+    ck_assert(torch_is_contiguous(torch_zeros(SHAPE(4, 0))));
+    ck_assert(torch_is_contiguous(torch_T(torch_zeros(SHAPE(3, 0, 2)))));
+    ac_data_float(torch_zeros(SHAPE(4, 0)));
     ck_assert(torch_contiguous(torch_T(m))->data != base);
     ck_assert_ptr_eq(torch_contiguous(m), m); /* already contiguous: itself */
     /* a write through the base shows in the views */

@@ -6,7 +6,8 @@
  * gradient in the arena: the first run took every gradient a backward made,
  * however small, from the reused gradient buffers. The leaves' gradients must
  * be the same bits in exact math (in fast math a linear layer's dX added in
- * place rounds once less: within 1e-3 there). */
+ * place rounds once less: within 1e-3 there, for a program whose fast
+ * gradients are within 1e-3 of its exact ones). */
 #include <math.h>
 #include <stdlib.h>
 
@@ -158,35 +159,57 @@ static bool same(float a, float b, bool exact) {
     return fabsf(a - b) <= 1e-3f * (1 + fabsf(a) + fabsf(b));
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-    ac_mark m = ac_arena_mark();
-    bool grad = torch_is_grad_enabled(), exact = ac_get_exact();
-    ac_set_error_handler(fuzz_on_error, NULL);
-    ac_set_exact(size % 2 == 0);
-    ac_gbuf_min_bytes = 0;
-    bool ran = run(data, size);
-    ac_gbuf_min_bytes = (size_t)64 << 10;
-    int n = n_leaves;
-    Tensor *first[64];
-    for (int i = 0; i < n; i++) first[i] = leaves[i]->grad;
-    ac_grad_reuse = false;
-    ac_gbuf_enabled = false;
-    bool again = run(data, size);
-    ac_grad_reuse = true;
-    ac_gbuf_enabled = true;
-    if (ran != again || n_leaves != n) abort(); /* the same program */
-    for (int i = 0; ran && i < n; i++) {
-        Tensor *a = first[i], *b = leaves[i]->grad;
+/* The leaves' gradients now against those of an earlier run (same program). */
+static bool agree(Tensor **earlier, int n, bool exact) {
+    for (int i = 0; i < n; i++) {
+        Tensor *a = earlier[i], *b = leaves[i]->grad;
         if (!a || !b) {
             if (a != b) abort();
             continue;
         }
         const float *pa = ac_data_float(a), *pb = ac_data_float(b);
         for (int64_t k = 0, e = torch_numel(a); k < e; k++)
-            if (!same(pa[k], pb[k], ac_get_exact())) abort(); /* a gradient written in place that was read after */
+            if (!same(pa[k], pb[k], exact)) return false;
     }
+    return true;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+    ac_mark m = ac_arena_mark();
+    bool grad = torch_is_grad_enabled(), exact = ac_get_exact(), fast = size % 2 != 0;
+    ac_set_error_handler(fuzz_on_error, NULL);
+    ac_set_exact(!fast);
+    ac_gbuf_min_bytes = 0;
+    bool ran = run(data, size);
+    ac_gbuf_min_bytes = (size_t)64 << 10;
+    int n = n_leaves;
+    Tensor *first[64], *second[64];
+    for (int i = 0; i < n; i++) first[i] = leaves[i]->grad;
+    ac_grad_reuse = false;
+    ac_gbuf_enabled = false;
+    bool again = run(data, size);
+    if (ran != again || n_leaves != n) abort(); /* the same program */
+    /* In fast math a program whose gradients an ulp moves by more than the
+     * tolerance (18 chained y @ y^T once gave +886167 exact, -217424 fast)
+     * cannot tell a rounding from a bug: it is compared only when its fast
+     * gradients agree with its exact ones. */
+    bool conditioned = true;
+    if (ran && fast) {
+        for (int i = 0; i < n; i++) second[i] = leaves[i]->grad;
+        ac_set_exact(true);
+        bool third = run(data, size);
+        ac_set_error_handler(NULL, NULL);
+        if (third != ran || n_leaves != n) abort();
+        conditioned = agree(second, n, false);
+        ac_set_error_handler(fuzz_on_error, NULL);
+        ac_set_exact(false);
+        for (int i = 0; i < n; i++) leaves[i]->grad = second[i]; /* the second run's, to compare with */
+    }
+    ac_grad_reuse = true;
+    ac_gbuf_enabled = true;
+    ac_set_error_handler(NULL, NULL); /* no run to jump back into: an error from here on is a failure */
+    if (ran && conditioned && !agree(first, n, !fast)) abort(); /* a gradient written in place that was read after */
     ac_set_exact(exact);
-    ac_set_error_handler(NULL, NULL);
     if (torch_is_grad_enabled() != grad) abort(); /* grad mode survives errors */
     ac_arena_release(m);
     return 0;
