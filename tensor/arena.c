@@ -23,18 +23,9 @@ static _Thread_local size_t cur;   /* block being filled */
 static _Thread_local size_t used;  /* bytes used in blocks[cur] */
 
 /* Under AddressSanitizer every byte of a block that no live allocation owns is
- * poisoned: the unused tail, the padding after each allocation, everything a
- * release hands back. A read past the end of a tensor then fails loudly, as
- * it would with malloc. */
-#ifdef AC_ASAN
-void __asan_poison_memory_region(void const volatile *addr, size_t size);
-void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
-#define POISON(p, n) __asan_poison_memory_region((p), (n))
-#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+ * poisoned (POISON, internal.h): the unused tail, the padding after each
+ * allocation, everything a release hands back. A read past the end of a
+ * tensor then fails loudly, as it would with malloc. */
 
 static size_t round_up(size_t n) {
     if (n > SIZE_MAX - AC_ALIGN) ac_out_of_memory(n, 1);

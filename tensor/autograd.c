@@ -154,6 +154,8 @@ static void add_into(float *dst, const float *src, int64_t n) {
 
 void ac_add_into(float *dst, const float *src, int64_t n) { add_into(dst, src, n); }
 
+int64_t ac_pieces_from = (int64_t)4 << 20, ac_piece_floats = (int64_t)1 << 20; /* 16 MB and more, in 4 MB pieces */
+
 float *ac_leaf_grad(Tensor *x, bool *add) {
     int k = x && running ? input_slot(running, x) : -1;
     if (k < 0 || !running->needs[k] || running->next[k]) return NULL;

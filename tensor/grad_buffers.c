@@ -24,15 +24,7 @@
 #define SMALL ((size_t)64 << 10)  /* below this the arena is cheaper than a lookup */
 #define HUGE_PAGE ((size_t)2 << 20)
 
-#ifdef AC_ASAN /* a buffer handed back is poisoned until it is handed out again */
-void __asan_poison_memory_region(void const volatile *addr, size_t size);
-void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
-#define POISON(p, n) __asan_poison_memory_region((p), (n))
-#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
-#else
-#define POISON(p, n) ((void)(p), (void)(n))
-#define UNPOISON(p, n) ((void)(p), (void)(n))
-#endif
+/* A buffer handed back is poisoned (POISON, internal.h) until it is handed out again. */
 
 typedef struct {
     char *mem;

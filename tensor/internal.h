@@ -67,6 +67,17 @@ Tensor *ac_unpack(const Node *n, ac_saved s);  /* t, or PyTorch's error if it wa
 #define AC_ASAN 1
 #endif
 #endif
+/* Memory no live allocation owns is poisoned under ASan (the arena's blocks, the
+ * gradient buffers), so that a read of it fails loudly; nothing otherwise. */
+#ifdef AC_ASAN
+void __asan_poison_memory_region(void const volatile *addr, size_t size);
+void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
+#define POISON(p, n) __asan_poison_memory_region((p), (n))
+#define UNPOISON(p, n) __asan_unpoison_memory_region((p), (n))
+#else
+#define POISON(p, n) ((void)(p), (void)(n))
+#define UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
 
 /* The backward's gradient buffers (grad_buffers.c): while a node's backward
  * runs, ac_new takes the data of big tensors from here; autograd holds a
@@ -151,6 +162,9 @@ void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o);
  * it (the leaf had a gradient), false when they are its first values. NULL
  * when x is not a leaf input of the running node that needs a gradient. */
 float *ac_leaf_grad(Tensor *x, bool *add);
+/* From how many floats a leaf gets its gradient in pieces, and a piece's floats
+ * (4M and 1M; tests make them small, so that small tensors take that path). */
+extern int64_t ac_pieces_from, ac_piece_floats;
 void ac_add_into(float *dst, const float *src, int64_t n); /* dst += src, split among threads */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */

@@ -60,9 +60,6 @@ static void scatter_task(void *ctx, int64_t c0, int64_t c1, int chunk) {
  * the input seen as [outer, size, inner]; pad: the index that gets no gradient, or -1. */
 typedef struct { Tensor *idx; int64_t outer, size, inner, pad; } IndexSaved;
 
-#define BLOCKS_FROM ((int64_t)4 << 20) /* floats (16 MB): a leaf this big gets its gradient a block of rows at a time */
-#define BLOCK_FLOATS ((int64_t)1 << 20)
-
 static void scatter(Scatter *s) {
     int64_t work = s->outer * s->cnt; /* rows added per column */
     ac_parallel_for(s->inner, work >= AC_GRAIN ? 8 : AC_GRAIN / (work + 1) + 8, scatter_task, s);
@@ -73,7 +70,7 @@ static void scatter_add_backward(Node *n, Tensor *g) {
     Tensor *a = n->inputs[0];
     Scatter s = {sv->idx->data, ac_cdata(g), NULL, sv->outer, sv->size, sv->inner, sv->pad, torch_numel(sv->idx), 0, sv->size};
     bool add = false;
-    float *into = sv->outer == 1 && torch_numel(a) >= BLOCKS_FROM ? ac_leaf_grad(a, &add) : NULL;
+    float *into = sv->outer == 1 && torch_numel(a) >= ac_pieces_from ? ac_leaf_grad(a, &add) : NULL; /* a big leaf: a block of rows at a time */
     if (into) {
         /* A big leaf (the GPT's 50257-row embedding): its first gradient made
          * in place, or a block of rows at a time made and added to it (rows
@@ -85,7 +82,7 @@ static void scatter_add_backward(Node *n, Tensor *g) {
             scatter(&s);
             return;
         }
-        int64_t block = BLOCK_FLOATS / s.inner > 0 ? BLOCK_FLOATS / s.inner : 1;
+        int64_t block = ac_piece_floats / s.inner > 0 ? ac_piece_floats / s.inner : 1;
         float *tmp = ac_new(AC_FLOAT32, 1, (int64_t[]){block * s.inner})->data;
         for (int64_t r0 = 0; r0 < sv->size; r0 += block) {
             s.r0 = r0;

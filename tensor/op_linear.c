@@ -4,9 +4,6 @@
  * The sum over i runs first and the bias is added last, as BLAS addmm does. */
 #include "internal.h"
 
-#define STRIPS_FROM ((int64_t)4 << 20) /* floats of dW (16 MB) */
-#define STRIP_FLOATS ((int64_t)1 << 20) /* 4 MB a strip */
-
 /* dX reads W, dW reads X: each saved only when the other needs its gradient. */
 typedef struct { ac_saved x, w; } LinearSaved;
 
@@ -26,12 +23,12 @@ static void linear_backward(Node *n, Tensor *gt) {
     if (ac_needs_grad(w)) { /* dW = dY^T @ X: dY read transposed, no copy */
         const float *X = ac_cdata(ac_unpack(n, sv->x));
         bool add = false;
-        float *into = out_f * in_f >= STRIPS_FROM ? ac_leaf_grad(w, &add) : NULL;
+        float *into = out_f * in_f >= ac_pieces_from ? ac_leaf_grad(w, &add) : NULL;
         if (into) {
             /* A big leaf weight (the GPT's 50257-row head): dW straight into
              * its .grad, or a strip of rows at a time added to it, instead of
              * a whole dW beside it. Each element's sum is the same. */
-            int64_t strip = STRIP_FLOATS / in_f > 0 ? STRIP_FLOATS / in_f : 1;
+            int64_t strip = ac_piece_floats / in_f > 0 ? ac_piece_floats / in_f : 1;
             float *tmp = add ? ac_new(AC_FLOAT32, 1, (int64_t[]){strip * in_f})->data : NULL;
             for (int64_t o0 = 0; o0 < out_f; o0 += strip) {
                 int64_t h = out_f - o0 < strip ? out_f - o0 : strip;
