@@ -165,6 +165,10 @@ float *ac_leaf_grad(Tensor *x, bool *add);
 /* From how many floats a leaf gets its gradient in pieces, and a piece's floats
  * (4M and 1M; tests make them small, so that small tensors take that path). */
 extern int64_t ac_pieces_from, ac_piece_floats;
+/* [a, a + na) and [b, b + nb) share memory (a gradient made in place must not be what it reads) */
+static inline bool ac_overlap(const float *a, int64_t na, const float *b, int64_t nb) {
+    return (uintptr_t)a < (uintptr_t)(b + nb) && (uintptr_t)b < (uintptr_t)(a + na);
+}
 void ac_add_into(float *dst, const float *src, int64_t n); /* dst += src, split among threads */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */

@@ -24,6 +24,8 @@ static void linear_backward(Node *n, Tensor *gt) {
         const float *X = ac_cdata(ac_unpack(n, sv->x));
         bool add = false;
         float *into = out_f * in_f >= ac_pieces_from ? ac_leaf_grad(w, &add) : NULL;
+        if (into && (ac_overlap(into, out_f * in_f, G, rows * out_f) || ac_overlap(into, out_f * in_f, X, rows * in_f)))
+            into = NULL; /* the product reads the .grad it would write (linear(W.grad, W)): made whole first */
         if (into) {
             /* A big leaf weight (the GPT's 50257-row head): dW straight into
              * its .grad, or a strip of rows at a time added to it, instead of

@@ -143,6 +143,29 @@ START_TEST(test_big_leaf_gradients_in_pieces) {
 }
 END_TEST
 
+START_TEST(test_big_leaf_gradient_that_reads_itself) {
+    /* linear(W.grad, W): dW reads the .grad it adds to; pieces would change it before all of
+     * it was read, so it is made whole first (as PyTorch's MmBackward then AccumulateGrad) */
+    small_pieces(true);
+    Tensor *grads[2];
+    for (int leaf = 0; leaf < 2; leaf++) {
+        torch_manual_seed(9);
+        Tensor *W = torch_requires_grad_(ac_persist(torch_randn(SHAPE(512, 256))), true);
+        for (int pass = 0; pass < 2; pass++) {
+            Tensor *w = leaf ? W : torch_mul_scalar(W, 1.0);
+            Tensor *x = pass ? W->grad : torch_randn(SHAPE(512, 256));
+            torch_backward(torch_sum(torch_mul(torch_linear(x, w, NULL), torch_randn(SHAPE(512, 512)))), NULL);
+        }
+        grads[leaf] = ac_persist(W->grad);
+        ac_free(W);
+    }
+    assert_same_bits(grads[1], grads[0], "linear(W.grad, W)");
+    ac_free(grads[0]);
+    ac_free(grads[1]);
+    small_pieces(false);
+}
+END_TEST
+
 START_TEST(test_big_leaf_untouched_rows_get_plus_zero) {
     /* the whole zero tensor added to .grad turns a -0 into +0 in rows no index reaches: so do the pieces */
     small_pieces(true);
@@ -227,6 +250,7 @@ Suite *suite_memory_backward(void) {
     tcase_add_test(tc, test_backward_holds_a_few_gradients_not_all);
     tcase_add_test(tc, test_backward_after_an_error_mid_sweep);
     tcase_add_test(tc, test_big_leaf_gradients_in_pieces);
+    tcase_add_test(tc, test_big_leaf_gradient_that_reads_itself);
     tcase_add_test(tc, test_big_leaf_untouched_rows_get_plus_zero);
     tcase_add_test(tc, test_in_place_writes_without_a_copy);
     tcase_add_test(tc, test_dropout_keeps_a_byte_per_element);
