@@ -110,8 +110,9 @@ typedef struct {
     float *p;
     const float *g;
     float *m, *v, *vmax;
-    float wd, b1, b2, a1, a2, neg_step_size, bc2_sqrt, eps, decay;
-    bool decay_grad, decay_param;
+    float wd, b1, b2, a1, a2, neg_step_size, bc2_sqrt, eps;
+    float decay; /* AdamW's param.mul_(1 - lr * weight_decay); 1 for Adam (exact: p * 1 is p) */
+    bool decay_grad;
 } AdamJob;
 
 static void adam_task(void *ctx, int64_t k0, int64_t k1, int chunk) {
@@ -120,26 +121,17 @@ static void adam_task(void *ctx, int64_t k0, int64_t k1, int chunk) {
     const float *restrict g = j->g;
     if (!vmax && !j->decay_grad) { /* the usual case, in a loop the compiler vectorizes (sqrt and / are exact in vectors too) */
         const float a1 = j->a1, b1 = j->b1, a2 = j->a2, b2 = j->b2, bc2 = j->bc2_sqrt, eps = j->eps, step = j->neg_step_size;
-        if (j->decay_param) { /* AdamW: param.mul_(1 - lr * weight_decay) first, in the same pass */
-            const float f = j->decay;
-            for (int64_t k = k0; k < k1; k++) {
-                float gk = g[k], pk = p[k] * f;
-                m[k] = gk * a1 + m[k] * b1;
-                v[k] = v[k] * b2 + a2 * gk * gk;
-                p[k] = pk + step * m[k] / (sqrtf(v[k]) / bc2 + eps);
-            }
-            return;
-        }
+        const float f = j->decay;
         for (int64_t k = k0; k < k1; k++) {
-            float gk = g[k];
+            float gk = g[k], pk = p[k] * f; /* AdamW's decay first, in the same pass */
             m[k] = gk * a1 + m[k] * b1;
             v[k] = v[k] * b2 + a2 * gk * gk;
-            p[k] = p[k] + step * m[k] / (sqrtf(v[k]) / bc2 + eps);
+            p[k] = pk + step * m[k] / (sqrtf(v[k]) / bc2 + eps);
         }
         return;
     }
     for (int64_t k = k0; k < k1; k++) {
-        if (j->decay_param) p[k] = p[k] * j->decay;
+        p[k] = p[k] * j->decay;
         float gk = j->decay_grad ? p[k] * j->wd + g[k] : g[k]; /* grad = grad.add(param, alpha=weight_decay) */
         m[k] = gk * j->a1 + m[k] * j->b1;                    /* exp_avg.mul_(beta1).add_(grad, alpha=1 - beta1) */
         v[k] = v[k] * j->b2 + j->a2 * gk * gk;               /* exp_avg_sq.mul_(beta2).addcmul_(grad, grad, value=1 - beta2) */
@@ -167,8 +159,8 @@ static void adam_update(optim_Optimizer *o, int i, float *p, const float *g, int
     float neg_step_size = (float)-(o->lr / bias_correction1); /* step_size = lr / bias_correction1 */
     float bc2_sqrt = (float)sqrt(bias_correction2);         /* bias_correction2_sqrt = math.sqrt(...) */
     AdamJob j = {p, g, m, v, vmax, wd, b1, b2, a1, a2, neg_step_size, bc2_sqrt, (float)o->eps,
-                 (float)(1.0 - o->lr * o->weight_decay), /* AdamW: param.mul_(1 - lr * weight_decay), in adam_task */
-                 o->kind == OPTIM_ADAM && o->weight_decay != 0, o->kind == OPTIM_ADAMW};
+                 o->kind == OPTIM_ADAMW ? (float)(1.0 - o->lr * o->weight_decay) : 1.0f, /* param.mul_(...), in adam_task */
+                 o->kind == OPTIM_ADAM && o->weight_decay != 0};
     ac_parallel_for(n, 16384, adam_task, &j); /* elements are independent: split among threads */
 }
 

@@ -57,13 +57,6 @@ static void run_sums_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     }
 }
 
-/* a dim before d is summed (and not of size 1) */
-static bool summed_before(const Tensor *g, const int64_t *ostr, int d) {
-    for (int e = 0; e < d; e++)
-        if (ostr[e] == 0 && g->shape[e] != 1) return true;
-    return false;
-}
-
 void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o) {
     RowsJob r = {g, rows, len, o};
     ac_parallel_for(len, AC_GRAIN / (rows + 1) + 16, sum_rows_task, &r);
@@ -104,11 +97,12 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     /* Every summed dim after every kept one (a mean over the last dim, keepdim):
      * each output the sum of one run of g, in order. */
     int last_kept = -1;
-    bool suffix = true;
+    bool suffix = true, seen_summed = false;
     for (int d = 0; d < g->ndim; d++) {
-        bool summed = ostr[d] == 0 && g->shape[d] != 1;
-        if (!summed && g->shape[d] != 1) last_kept = d;
-        if (!summed && summed_before(g, ostr, d)) suffix = false;
+        if (g->shape[d] == 1) continue;
+        if (ostr[d] == 0) seen_summed = true;
+        else if (seen_summed) suffix = false;
+        else last_kept = d;
     }
     if (suffix) {
         int64_t outs = 1;

@@ -49,6 +49,12 @@ void ac_check_inplace(Tensor *t, const char *op) {
         ac_error("%s: a view of a leaf Variable that requires grad is being used in an in-place operation.", op);
 }
 
+/* A float tensor that is no view, its elements in order from its storage's
+ * start: an in-place op can write its result straight into it. */
+static bool whole_float(const Tensor *t) {
+    return t->dtype == AC_FLOAT32 && !ac_impl(t)->base && t->offset == 0 && torch_is_contiguous(t);
+}
+
 /* src broadcasts to dst's very shape (it may not add dims or grow dst's). */
 static bool fits_into(const Tensor *src, const Tensor *dst) {
     bool ok = src->ndim <= dst->ndim;
@@ -214,7 +220,7 @@ Tensor *torch_masked_fill_(Tensor *t, Tensor *mask, double value) {
                  ac_dtype_name(mask->dtype) /* PyTorch's words, with its C++ type name */);
     int64_t mst[AC_MAX_DIMS];
     broadcast_to(mask, t, mst, "masked_fill_", "the mask");
-    if (t->dtype == AC_FLOAT32 && !ac_impl(t)->base && t->offset == 0 && torch_is_contiguous(t)) {
+    if (whole_float(t)) {
         ac_masked_fill_whole_(t, mask, value);
         return t;
     }
@@ -313,12 +319,13 @@ Tensor *torch_sub_(Tensor *x, Tensor *y) { return arith_(x, y, torch_sub, "sub_"
 Tensor *torch_mul_(Tensor *x, Tensor *y) { return arith_(x, y, torch_mul, "mul_", "MulBackward0", true); }
 Tensor *torch_div_(Tensor *x, Tensor *y) { return arith_(x, y, torch_div, "div_", "DivBackward0", true); }
 
-static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double), const char *op, const char *node) {
+/* kind: 0-3, add sub mul div (ac_scalar_op_whole_'s) */
+static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double), int kind, const char *op,
+                             const char *node) {
     ac_check_defined(x, op);
     ac_check_inplace(x, op);
-    if (x->dtype == AC_FLOAT32 && !ac_impl(x)->base && x->offset == 0 && torch_is_contiguous(x)) {
-        int k = fn == torch_add_scalar ? 0 : fn == torch_sub_scalar ? 1 : fn == torch_mul_scalar ? 2 : 3;
-        ac_scalar_op_whole_(x, k, s);
+    if (whole_float(x)) {
+        ac_scalar_op_whole_(x, kind, s);
         return x;
     }
     Tensor *r = fn(x, s); /* a number times x: its backward needs neither old value */
@@ -327,7 +334,7 @@ static Tensor *arith_scalar_(Tensor *x, double s, Tensor *(*fn)(Tensor *, double
     return x;
 }
 
-Tensor *torch_add_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_add_scalar, "add_", "AddBackward0"); }
-Tensor *torch_sub_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_sub_scalar, "sub_", "SubBackward0"); }
-Tensor *torch_mul_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_mul_scalar, "mul_", "MulBackward0"); }
-Tensor *torch_div_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_div_scalar, "div_", "DivBackward0"); }
+Tensor *torch_add_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_add_scalar, 0, "add_", "AddBackward0"); }
+Tensor *torch_sub_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_sub_scalar, 1, "sub_", "SubBackward0"); }
+Tensor *torch_mul_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_mul_scalar, 2, "mul_", "MulBackward0"); }
+Tensor *torch_div_scalar_(Tensor *x, double s) { return arith_scalar_(x, s, torch_div_scalar, 3, "div_", "DivBackward0"); }
