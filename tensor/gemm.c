@@ -118,10 +118,16 @@ static void gemm_impl(int64_t M, int64_t N, int64_t K, const float *A, int64_t r
     }
 }
 
-/* The fast kernel's rows split among threads, in units of 24 rows (whole
- * micro-kernel blocks for MR = 8, 6 and 4), each chunk with its own scratch
- * from this thread's arena. */
+/* The fast kernel split among threads, by rows of C in units of 24 (whole
+ * micro-kernel blocks for MR = 8, 6 and 4) or by columns in units of 32 (whole
+ * NR panels), each chunk with its own scratch from this thread's arena. A
+ * piece packs its own share of B, and A once per NC columns: by rows, every
+ * piece packs all of B; by columns, every piece packs all of A. The split
+ * taken packs fewer floats: a GPT's linear layers (M = 512 tokens, N = 768 to
+ * 50257) go by columns, their weight gradients (M = 768 to 50257) mostly by
+ * rows. Either way an element's sum is the same, whoever computes it. */
 #define ROW_UNIT 24
+#define COL_UNIT 32
 typedef struct {
     int64_t M, N, K, rsa, csa, rsb, csb, ldc;
     const float *A, *B;
@@ -130,22 +136,36 @@ typedef struct {
     bool acc;
 } GemmJob;
 
-static void gemm_task(void *ctx, int64_t b, int64_t e, int chunk) {
+static void gemm_rows_task(void *ctx, int64_t b, int64_t e, int chunk) {
     const GemmJob *j = ctx;
     int64_t i0 = b * ROW_UNIT, i1 = e * ROW_UNIT < j->M ? e * ROW_UNIT : j->M;
     ac_gemm_fast_rows(j->M, j->N, j->K, j->A, j->rsa, j->csa, j->B, j->rsb, j->csb, j->C, j->ldc, j->acc, i0, i1,
                       j->scratch + (size_t)chunk * j->per_chunk);
 }
 
+static void gemm_cols_task(void *ctx, int64_t b, int64_t e, int chunk) {
+    const GemmJob *j = ctx;
+    int64_t j0 = b * COL_UNIT, j1 = e * COL_UNIT < j->N ? e * COL_UNIT : j->N;
+    ac_gemm_fast_rows(j->M, j1 - j0, j->K, j->A, j->rsa, j->csa, j->B + j0 * j->csb, j->rsb, j->csb, j->C + j0, j->ldc,
+                      j->acc, 0, j->M, j->scratch + (size_t)chunk * j->per_chunk);
+}
+
 static void gemm_fast_parallel(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa,
                                const float *B, int64_t rsb, int64_t csb, float *C, int64_t ldc, bool acc) {
-    int64_t units = (M + ROW_UNIT - 1) / ROW_UNIT;
-    /* a chunk worth a thread: at least ~2 MFLOP */
-    int64_t per_unit = 2 * ROW_UNIT * N * K, grain = per_unit >= (1 << 21) ? 1 : (1 << 21) / (per_unit ? per_unit : 1);
-    int chunks = ac_parallel_chunks(units, grain);
+    int64_t flop = 2 * M * N * K, min_flop = 1 << 21; /* a chunk worth a thread: at least ~2 MFLOP */
+    int64_t rows = (M + ROW_UNIT - 1) / ROW_UNIT, cols = (N + COL_UNIT - 1) / COL_UNIT;
+    int64_t row_grain = rows * min_flop / flop + 1, col_grain = cols * min_flop / flop + 1;
+    int row_chunks = ac_parallel_chunks(rows, row_grain), col_chunks = ac_parallel_chunks(cols, col_grain);
+    /* floats packed (over K): by rows, B once a piece and A once per NC columns; by columns, A once
+     * per piece and per NC columns of it, B once (pieces: ac_parallel_for's two per thread) */
+    int64_t nblocks = (N + AC_GEMM_NC - 1) / AC_GEMM_NC, pr = 2 * row_chunks, pc = 2 * col_chunks;
+    int64_t by_rows = pr * N + M * nblocks, by_cols = N + M * (pc > nblocks ? pc : nblocks);
+    bool split_cols = col_chunks > 1 && (row_chunks == 1 || by_cols < by_rows);
     GemmJob j = {M, N, K, rsa, csa, rsb, csb, ldc, A, B, C, NULL, ac_gemm_fast_scratch(N, K), acc};
+    int chunks = split_cols ? col_chunks : row_chunks;
     j.scratch = ac_arena_alloc(sizeof(float) * ac_size_mul(j.per_chunk, (size_t)chunks));
-    ac_parallel_for_max(units, grain, chunks, gemm_task, &j);
+    if (split_cols) ac_parallel_for_max(cols, col_grain, chunks, gemm_cols_task, &j);
+    else ac_parallel_for_max(rows, row_grain, chunks, gemm_rows_task, &j);
 }
 
 /* Exact or fast math, for the whole library (the default: fast). */

@@ -28,7 +28,7 @@
 
 #define KC 256 /* a KC x NR panel of B (32 KB at NR = 32) stays in L1 while A's panels stream past */
 #define MC_PANELS 16
-#define NC 512
+#define NC AC_GEMM_NC
 #define MAX_MR 8
 #define MAX_NR 32
 

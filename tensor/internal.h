@@ -224,6 +224,7 @@ float ac_lane8_sum(const float *x, int64_t n);
  * of ac_gemm_fast_scratch(N, K) floats (none needed up to AC_GEMM_TINY = M*N*K,
  * where plain loops win). */
 #define AC_GEMM_TINY 2048
+#define AC_GEMM_NC 512 /* the columns of B packed at a time */
 void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa, int64_t csa, const float *B,
                        int64_t rsb, int64_t csb, float *C, int64_t ldc, bool accumulate, int64_t i_begin, int64_t i_end,
                        float *scratch);

@@ -3,6 +3,7 @@
  * blocking, for every layout; it is deterministic. */
 #include <math.h>
 #include <stdlib.h>
+#include <stdatomic.h>
 
 #include "internal.h" /* ac_gemm_strided */
 #include "tests.h"
@@ -80,6 +81,18 @@ START_TEST(test_fast_kernel_one_chain) {
             same_chain(3, 100, 70, ta, tb, acc);    /* fewer rows than a panel: a token's rows */
             same_chain(5, 7, 9, ta, tb, acc);       /* tiny: the plain loops */
         }
+        /* split among 3 threads, by columns (wide C: a partial last unit, past NC) and by rows (tall C) */
+        int threads = torch_get_num_threads();
+        torch_set_num_threads(3);
+        atomic_store(&ac_pool_test_free_cores, 8);
+        for (int t = 0; t < 8; t++) {
+            bool ta = t & 1, tb = t & 2, acc = t & 4;
+            same_chain(20, 1100, 300, ta, tb, acc); /* by columns */
+            same_chain(2, 1000, 100, ta, tb, acc);  /* by columns: a token's rows, one panel's share each */
+            same_chain(700, 40, 100, ta, tb, acc);  /* by rows */
+        }
+        atomic_store(&ac_pool_test_free_cores, -1);
+        torch_set_num_threads(threads);
     }
     for (int kn = 0; kn < 3 && !ac_gemm_use_kernel(kernels[kn]); kn++) continue; /* back to the CPU's own pick */
     ac_set_exact(was);
