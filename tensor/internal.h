@@ -215,6 +215,9 @@ bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_
 /* A softmax row in fast math with AVX-512 (max, exp, a 16-lane sum, scale);
  * false, nothing written, where the CPU has no AVX-512. */
 bool ac_softmax_row_fast(const float *x, float *y, int64_t n);
+/* y[i] = tanh(x[i]) with AVX2 (fast_tanh.c), the bits of glibc's fdlibm tanhf; false, nothing
+ * written, where the CPU has no AVX2. */
+bool ac_tanh_fast(const float *x, float *y, int64_t n);
 
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);

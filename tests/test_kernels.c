@@ -172,6 +172,59 @@ START_TEST(test_fast_exp) {
 }
 END_TEST
 
+/* Fast math's vector tanh (GELU's, fast_tanh.c): where libm's tanhf is fdlibm's (glibc through
+ * 2.36 at least; every one of the 2^32 floats was compared once by hand) the same bits, else within 2
+ * ulp of libm's. Points: a stride through all bit patterns (both signs, denormals, infinities, NaNs)
+ * and runs of consecutive floats across each of the algorithm's branch points, the tails past the
+ * 8-wide steps through libm. */
+START_TEST(test_fast_tanh) {
+    enum { N = 4096 };
+    float probe = 0.0f, out;
+    if (!ac_tanh_fast(&probe, &out, 0)) return; /* no AVX2: libm's in fast math too */
+    float *x = malloc(sizeof(float) * N), *y = malloc(sizeof(float) * N);
+#if defined(__GLIBC__) && __GLIBC__ == 2 && __GLIBC_MINOR__ <= 36
+    const double most = 0; /* fdlibm's */
+#else
+    const double most = 2;
+#endif
+    /* |x| = 2^-55, 2^-26 (expm1's own x), ln2/4 and 3 ln2/4 (its k = 0, -1, -2), 1, 7.8 (k = 23),
+     * 19.6 (k = 57), 22 */
+    static const float edges[] = {0x1p-55f, 0x1p-26f, 0.17328680f, 0.51986039f, 0.86643398f, 1.0f, 7.7981f, 19.5854f, 22.0f};
+    double worst = 0;
+    int64_t points = 0;
+    for (int round = 0; round < 512 + 2 * 9; round++) {
+        for (int i = 0; i < N; i++) {
+            uint32_t b;
+            if (round < 512) {
+                b = (uint32_t)(((uint64_t)round * N + (uint64_t)i) * 2049u);
+            } else { /* N floats either side of an edge, either sign */
+                int e = (round - 512) / 2;
+                float f = edges[e];
+                memcpy(&b, &f, sizeof b);
+                b = b - N / 2 + (uint32_t)i;
+                if ((round - 512) % 2) b |= 0x80000000u;
+            }
+            memcpy(&x[i], &b, sizeof b);
+        }
+        ck_assert(ac_tanh_fast(x, y, N - 3)); /* the last 3 + 5 through libm */
+        ck_assert(ac_tanh_fast(x + N - 3, y + N - 3, 3));
+        for (int i = 0; i < N; i++, points++) {
+            float want = tanhf(x[i]);
+            if (isnan(want)) {
+                ck_assert_msg(isnan(y[i]), "tanh(%a) = %a, want NaN", x[i], y[i]);
+                continue;
+            }
+            double u = ulps(y[i], want);
+            if (u > worst) worst = u;
+            ck_assert_msg(u <= most && (y[i] != 0 || signbit(y[i]) == signbit(want)),
+                          "tanh(%a) = %a, libm %a: %.2f ulp", x[i], y[i], want, u);
+        }
+    }
+    fprintf(stderr, "tanh (avx2): worst %.2f ulp from libm over %lld points\n", worst, (long long)points);
+    free(x), free(y);
+}
+END_TEST
+
 /* Fast math's softmax (the AVX-512 row where the CPU has it) against exact
  * math's, row lengths around the 16-wide steps, with masked (-inf) entries, a
  * fully masked row and a NaN: within 4 ulp-sized steps of float (rel 5e-7,
@@ -216,6 +269,7 @@ Suite *suite_kernels(void) {
     tcase_add_test(tc, test_fast_kernel_against_exact);
     tcase_add_test(tc, test_fast_kernel_one_chain);
     tcase_add_test(tc, test_fast_exp);
+    tcase_add_test(tc, test_fast_tanh);
     tcase_add_test(tc, test_fast_softmax_rows);
     suite_add_tcase(s, tc);
     return s;
