@@ -215,6 +215,9 @@ bool ac_exp_sub_with(const char *path, const float *x, float m, float *y, int64_
 /* A softmax row in fast math with AVX-512 (max, exp, a 16-lane sum, scale);
  * false, nothing written, where the CPU has no AVX-512. */
 bool ac_softmax_row_fast(const float *x, float *y, int64_t n);
+/* keep[i] = the i-th of n bernoulli_(p) draws (rng.c), as torch_bernoulli_gen_ would draw them
+ * into a contiguous tensor: dropout's mask without the floats. */
+void ac_bernoulli_mask(torch_Generator *generator, double p, bool *keep, int64_t n);
 /* y[i] = tanh(x[i]) with AVX2 (fast_tanh.c), the bits of glibc's fdlibm tanhf; false, nothing
  * written, where the CPU has no AVX2. */
 bool ac_tanh_fast(const float *x, float *y, int64_t n);

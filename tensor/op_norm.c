@@ -111,16 +111,10 @@ Tensor *torch_dropout_gen(Tensor *x, double p, bool training, torch_Generator *g
     if (!(p >= 0.0 && p <= 1.0)) ac_raise(AC_VALUE_ERROR, "dropout: dropout probability has to be between 0 and 1, but got %g", p);
     if (!training || p == 0.0) return x;
     float keep = (float)(1.0 - p), scale = p == 1.0 ? 0.0f : 1.0f / keep; /* noise: 1.0f / keep or 0 */
-    Tensor *out = ac_new_like(x);
-    bool prev = torch_no_grad_enter();
-    torch_bernoulli_gen_(out, 1.0 - p, generator); /* the draws, in out until it is written */
-    torch_no_grad_exit(prev);
+    Tensor *out = ac_new_like(x), *kept = ac_new(AC_BOOL, x->ndim, x->shape);
     int64_t n = torch_numel(out);
-    Tensor *kept = ac_new(AC_BOOL, x->ndim, x->shape);
-    bool *k = kept->data;
-    const float *d = out->data;
-    for (int64_t i = 0; i < n; i++) k[i] = d[i] != 0.0f;
-    DropoutJob j = {ac_cdata(x), k, out->data, scale};
+    ac_bernoulli_mask(generator, 1.0 - p, kept->data, n); /* bernoulli_(1 - p)'s draws, kept as bytes */
+    DropoutJob j = {ac_cdata(x), kept->data, out->data, scale};
     ac_parallel_for(n, AC_GRAIN, dropout_task, &j);
     Node *node = AC_NODE("MulBackward0", dropout_backward, out, x, NULL); /* x * noise: the noise needs no gradient */
     if (node) *AC_CTX(node, DropoutSaved) = (DropoutSaved){kept, scale};
