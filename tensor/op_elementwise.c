@@ -265,7 +265,9 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
         case EXP: r[i] = g[i] * y[i]; break;               /* d e^x = e^x */
         case LOG: r[i] = g[i] / x[i]; break;               /* d log x = 1/x */
         case SQRT: r[i] = g[i] / (2.0f * y[i]); break;     /* d sqrt x = 1/(2 sqrt x) */
-        case POW: r[i] = e == 0.0f ? 0.0f : g[i] * e * pow_scalar(x[i], (double)e - 1.0); break;
+        case POW: /* PyTorch's pow_backward: grad * (exponent * self.pow(exponent - 1)), in that order */
+            r[i] = e == 0.0f ? 0.0f : g[i] * (e * pow_scalar(x[i], j->e - 1.0));
+            break;
         case RELU: r[i] = y[i] > 0.0f ? g[i] : 0.0f; break;
         case TANH: r[i] = g[i] * (1.0f - y[i] * y[i]); break;
         case GELU: {

@@ -339,6 +339,26 @@ START_TEST(test_linear_adds_into_a_shared_gradient) {
 }
 END_TEST
 
+/* pow's backward rounds as PyTorch's pow_backward, grad * (exponent * self.pow(exponent - 1)): for
+ * x^3 the products (g * 3) * x^2 round differently in about a third of the elements (so the test
+ * can tell the orders apart), and GELU's backward goes through it. */
+START_TEST(test_pow_backward_rounds_as_pytorch) {
+    enum { N = 4096 };
+    torch_manual_seed(3);
+    Tensor *x = torch_requires_grad_(torch_randn(SHAPE(N)), true), *g = torch_randn(SHAPE(N));
+    torch_backward(torch_pow(x, 3.0), g);
+    const float *xv = ac_data_float(x), *gv = ac_data_float(g), *dx = ac_data_float(x->grad);
+    int other_order = 0;
+    for (int i = 0; i < N; i++) {
+        volatile float sq = xv[i] * xv[i], three_sq = 3.0f * sq, want = gv[i] * three_sq;
+        volatile float g3 = gv[i] * 3.0f, other = g3 * sq;
+        ck_assert_msg(memcmp((const void *)&want, &dx[i], sizeof want) == 0, "element %d: %a, want %a", i, dx[i], want);
+        other_order += other != want;
+    }
+    ck_assert_int_gt(other_order, N / 10);
+}
+END_TEST
+
 Suite *suite_autograd(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase("engine");
@@ -354,6 +374,7 @@ Suite *suite_autograd(void) {
     tcase_add_test(tc, test_matmul_grads_keep_the_operands_layout);
     tcase_add_test(tc, test_linear_adds_into_a_shared_gradient);
     tcase_add_test(tc, test_matmul_grad_over_empty_batch);
+    tcase_add_test(tc, test_pow_backward_rounds_as_pytorch);
     suite_add_tcase(s, tc);
     return s;
 }
