@@ -19,7 +19,6 @@
  * A test compares it with libm: every float bit for bit where libm is
  * fdlibm's, within an ulp elsewhere. */
 #include <math.h>
-#include <stdatomic.h>
 #include <string.h>
 
 #include "internal.h"
@@ -105,20 +104,11 @@ __attribute__((target("avx2"))) static void tanh_avx2(const float *in, float *ou
     for (; i < n; i++) out[i] = tanhf(in[i]);
 }
 
-static bool have_avx2(void) {
-    static _Atomic int v = -1; /* every thread finds the same answer: relaxed is enough */
-    int r = atomic_load_explicit(&v, memory_order_relaxed);
-    if (r < 0) {
-        __builtin_cpu_init();
-        atomic_store_explicit(&v, r = __builtin_cpu_supports("avx2") ? 1 : 0, memory_order_relaxed);
-    }
-    return r;
-}
 #endif
 
 bool ac_tanh_fast(const float *x, float *y, int64_t n) {
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-    if (have_avx2()) {
+    if (ac_have_avx2()) {
         tanh_avx2(x, y, n);
         return true;
     }

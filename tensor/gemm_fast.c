@@ -329,7 +329,7 @@ __attribute__((target("avx2,fma"))) static void gemv_rows_avx2(int64_t M, int64_
         }
 }
 
-static bool have_avx2(void) {
+bool ac_have_avx2(void) {
     static _Atomic int v = -1; /* every thread finds the same answer: relaxed is enough */
     int r = atomic_load_explicit(&v, memory_order_relaxed);
     if (r < 0) {
@@ -376,11 +376,11 @@ static void pack(const float *X, int64_t rl, int64_t rk, int64_t n, int64_t kc, 
     for (int64_t i = 0; i < n; i += w, P += kc * w) {
         int h = n - i < w ? (int)(n - i) : w;
 #ifdef AC_X86
-        if (rk == 1 && h == w && w % 8 == 0 && have_avx2()) {
+        if (rk == 1 && h == w && w % 8 == 0 && ac_have_avx2()) {
             for (int q = 0; q < w; q += 8) pack_lines(X + (i + q) * rl, rl, kc, P + q, w, 8);
             continue;
         }
-        if (rk == 1 && h == 6 && w == 6 && have_avx2()) {
+        if (rk == 1 && h == 6 && w == 6 && ac_have_avx2()) {
             pack_lines(X + i * rl, rl, kc, P, 6, 6);
             continue;
         }
@@ -447,7 +447,7 @@ void ac_gemm_fast_rows(int64_t M, int64_t N, int64_t K, const float *A, int64_t 
     }
 #ifdef AC_X86
     if (kn.k == kernel_avx512 && N <= 16) kn.k = kernel_avx512_16, kn.nr = 16, kn.packed = NULL; /* its scratch fits in kernel_avx512's */
-    if (i_end - i_begin < kn.mr && rsb == 1 && kn.k != kernel_c && have_avx2()) { /* a token's rows against W^T */
+    if (i_end - i_begin < kn.mr && rsb == 1 && kn.k != kernel_c && ac_have_avx2()) { /* a token's rows against W^T */
         gemv_rows_avx2(i_end - i_begin, N, K, A + i_begin * rsa, rsa, csa, B, csb, C + i_begin * ldc, ldc, accumulate);
         return;
     }

@@ -218,6 +218,9 @@ bool ac_softmax_row_fast(const float *x, float *y, int64_t n);
 /* keep[i] = the i-th of n bernoulli_(p) draws (rng.c), as torch_bernoulli_gen_ would draw them
  * into a contiguous tensor: dropout's mask without the floats. */
 void ac_bernoulli_mask(torch_Generator *generator, double p, bool *keep, int64_t n);
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+bool ac_have_avx2(void); /* this CPU runs AVX2 (gemm_fast.c; asked once) */
+#endif
 /* y[i] = tanh(x[i]) with AVX2 (fast_tanh.c), the bits of glibc's fdlibm tanhf; false, nothing
  * written, where the CPU has no AVX2. */
 bool ac_tanh_fast(const float *x, float *y, int64_t n);
