@@ -220,11 +220,13 @@ Tensor *torch_normal_gen_(Tensor *t, double mean, double std, torch_Generator *g
     return t;
 }
 
-/* keep[j] = u01d(g) < p for m elements from their 2m draws: the 53-bit draw against p 2^53 as
- * integers (bits 2^-53 < p exactly when bits < ceil(p 2^53), both sides exact), so the loop has
- * no conversion to double and vectorizes. */
-static void bernoulli_run(const uint32_t *w, int64_t m, uint64_t thr, bool *keep) {
-    uint32_t th = (uint32_t)(thr >> 32), tl = (uint32_t)thr;
+/* keep[j] = u01d(g) < p for the next m <= 256 elements, from their 2m draws: the 53-bit draw
+ * against thr = ceil(p 2^53) as integers (bits 2^-53 < p exactly when bits < thr, both sides
+ * exact), so the loop has no conversion to double and vectorizes. */
+static uint64_t bernoulli_threshold(double p) { return (uint64_t)ceil(p * 9007199254740992.0); }
+static void bernoulli_block(torch_Generator *g, uint64_t thr, bool *keep, int64_t m) {
+    uint32_t w[512], th = (uint32_t)(thr >> 32), tl = (uint32_t)thr;
+    random32_fill(g, w, 2 * m);
     for (int64_t j = 0; j < m; j++) {
         uint32_t h = w[2 * j] & 0x1FFFFFu, l = w[2 * j + 1];
         keep[j] = (h < th) | ((h == th) & (l < tl)); /* no branch: the loop vectorizes */
@@ -233,13 +235,7 @@ static void bernoulli_run(const uint32_t *w, int64_t m, uint64_t thr, bool *keep
 
 void ac_bernoulli_mask(torch_Generator *generator, double p, bool *keep, int64_t n) {
     torch_Generator *g = gen(generator);
-    uint64_t thr = (uint64_t)ceil(p * 9007199254740992.0);
-    uint32_t w[512];
-    for (int64_t i = 0; i < n; i += 256) { /* u01d's two draws an element, drawn a run at a time */
-        int64_t m = n - i < 256 ? n - i : 256;
-        random32_fill(g, w, 2 * m);
-        bernoulli_run(w, m, thr, keep + i);
-    }
+    for (int64_t i = 0; i < n; i += 256) bernoulli_block(g, bernoulli_threshold(p), keep + i, n - i < 256 ? n - i : 256);
     gen_done();
 }
 
@@ -247,16 +243,13 @@ Tensor *torch_bernoulli_gen_(Tensor *t, double p, torch_Generator *generator) {
     check_inplace_float(t, "bernoulli_");
     if (!(p >= 0.0 && p <= 1.0)) ac_error("bernoulli_: bernoulli_ expects p to be in [0, 1], but got p=%g", p);
     ac_bump_version(t);
-    if (torch_is_contiguous(t)) {
+    if (torch_is_contiguous(t)) { /* u01d's two draws an element, drawn a run at a time */
         float *q = (float *)t->data + t->offset;
-        bool keep[256];
         torch_Generator *g = gen(generator);
-        uint64_t thr = (uint64_t)ceil(p * 9007199254740992.0);
-        uint32_t w[512];
+        bool keep[256];
         for (int64_t i = 0, n = torch_numel(t); i < n; i += 256) {
             int64_t m = n - i < 256 ? n - i : 256;
-            random32_fill(g, w, 2 * m);
-            bernoulli_run(w, m, thr, keep);
+            bernoulli_block(g, bernoulli_threshold(p), keep, m);
             for (int64_t j = 0; j < m; j++) q[i + j] = keep[j] ? 1.0f : 0.0f;
         }
         gen_done();
