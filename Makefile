@@ -13,15 +13,20 @@ OPT     ?= -O3 -g
 # with it vectorize (Adam's); every result stays the same, rounded correctly.
 STD     := -std=c11 -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno
 WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
-INC     := -Itensor -Inn -Ioptim
+# The library's folders, lowest layer first. A layer sees only the headers of the layers under it:
+# tensor/ is compiled with -Itensor alone, so an include of nn/ or optim/ there does not build.
+TENSOR_DIRS := tensor tensor/ops tensor/kernels
+NN_DIRS     := nn nn/text nn/io nn/gpt nn/viz
+LIB_DIRS    := $(TENSOR_DIRS) $(NN_DIRS) optim
+INC     := -Itensor $(NN_DIRS:%=-I%) -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
 LDLIBS  := -lm -lpthread
 
 CHECK_CFLAGS := $(shell pkg-config --cflags check 2>/dev/null)
 CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsubunit -lrt -pthread -lm)
 
-LIB_SRC  := $(sort $(wildcard tensor/*.c nn/*.c optim/*.c))
-HDRS     := $(wildcard tensor/*.h nn/*.h optim/*.h)
+LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
+HDRS     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
 EXAMPLES := article train bench minimal gpt
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
@@ -46,7 +51,8 @@ FORCE:
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/chartext.h nn/toy_lm.h nn/safetensors.h nn/tokenizer.h nn/data.h nn/gpt.h optim/optim.h nn/viz.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
+            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: FORCE all test deps test-plain test-asan run chapter5 bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -55,6 +61,9 @@ all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 $(B)/obj/%.o: %.c $(HDRS) $(B)/flags
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS_ALL) -c $< -o $@
+
+# the layering, by construction: tensor/ sees only its own headers
+$(B)/obj/tensor/%.o $(B)/pic/tensor/%.o: INC := -Itensor
 
 $(B)/libattention.a: $(LIB_OBJ)
 	@rm -f $@
@@ -79,11 +88,11 @@ $(B)/gen/article_sources.h: examples/article.c nn/attention.c examples/embed_sou
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/gpt: $(B)/gen/gpt_sources.h
-$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt.c nn/attention.c examples/embed_source.c
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c examples/embed_source.c
 	@mkdir -p $(dir $@)
 	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source_gpt
 	{ ./$(B)/embed_source_gpt gpt_example_source examples/gpt.c && \
-	  ./$(B)/embed_source_gpt gpt_model_source nn/gpt.c && \
+	  ./$(B)/embed_source_gpt gpt_model_source nn/gpt/gpt.c && \
 	  ./$(B)/embed_source_gpt gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt

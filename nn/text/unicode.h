@@ -1,7 +1,7 @@
 /* The Unicode classes GPT-2's pre-tokenizer splits on (private to nn/):
  * \p{L}, \p{N} and \s (the White_Space property), everything else "other".
  * The ranges are generated from the Unicode Character Database by
- * nn/gen_unicode.py into unicode_tables.c (unicode_version says which). */
+ * nn/text/gen_unicode.py into unicode_tables.c (unicode_version says which). */
 #ifndef ATTENTION_UNICODE_H
 #define ATTENTION_UNICODE_H
 
