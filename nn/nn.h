@@ -68,6 +68,11 @@ nn_TensorList nn_named_parameters(nn_Module *m);  /* "attn.W_query.weight", regi
 nn_TensorList nn_state_dict(nn_Module *m);        /* parameters and buffers, PyTorch's order */
 int64_t nn_num_parameters(nn_Module *m);
 void nn_zero_grad(nn_Module *m);                  /* 1.13 default: .grad.zero_() */
+/* torch.nn.utils.clip_grad_norm_(parameters, max_norm, norm_type): the total norm of
+ * the gradients there are (0-d float32, arena; tensor(0.) when none has one), and every
+ * gradient scaled by max_norm / (total + 1e-6) where that is below 1, in PyTorch 1.13's
+ * order (norm_type 2.0 or INFINITY). */
+Tensor *nn_clip_grad_norm_(nn_TensorList parameters, double max_norm, double norm_type);
 void nn_train(nn_Module *m, bool mode);
 void nn_eval(nn_Module *m);
 void nn_free(nn_Module *m); /* its parameters, buffers and submodules, and the struct if nn_module_new made it */

@@ -50,6 +50,19 @@ void ac_bump_version(Tensor *t);
  * before hours of work. */
 bool ac_output_path_check(const char *path, bool try_write, char *err, size_t errlen);
 
+/* ---- kernels -------------------------------------------------------------------- */
+/* The 2-norm of n contiguous floats, in PyTorch 1.13's CPU order (kernels/norm2.c):
+ * torch.norm(x, 2) of a contiguous float32 tensor, bit for bit. */
+float ac_norm2_f32(const float *x, int64_t n);
+
+/* ---- files --------------------------------------------------------------------- */
+/* The whole of f or of the file at path, read to its end (a pipe, a FIFO or a
+ * /proc file whole too) and NUL-terminated (the NUL not in *len); the caller
+ * frees it. NULL, with "cannot open PATH: why" or "cannot read NAME: why" in
+ * err, when it cannot be had (a directory reads as EISDIR). */
+char *ac_read_file(const char *path, size_t *len, char *err, size_t errlen);
+char *ac_read_stream(FILE *f, const char *name, size_t *len, char *err, size_t errlen);
+
 /* Is t a state torch_set_rng_state accepts? If not, why, in err. */
 bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen);
 

@@ -295,10 +295,91 @@ START_TEST(test_sequential) {
 }
 END_TEST
 
+
+/* ---- torch.nn.utils.clip_grad_norm_ against PyTorch 1.13 (tests/data/clip_grad_golden.txt, made by
+ * tests/tools/gen_clip_grad_golden.py): the total norm and every clipped gradient, bit for bit ---------- */
+
+static uint32_t fnv_floats(Tensor *t) {
+    uint32_t h = 0x811C9DC5u;
+    const unsigned char *b = (const unsigned char *)ac_data_float(t);
+    for (size_t i = 0, n = (size_t)torch_numel(t) * sizeof(float); i < n; i++) h = (h ^ b[i]) * 0x01000193u;
+    return h;
+}
+
+typedef struct { const char *name; uint64_t seed; int n; int64_t shapes[4][2]; int ndims[4]; double scale; int plant_k, plant_i; float plant; } ClipCase;
+
+START_TEST(test_clip_grad_norm_vs_pytorch) {
+    /* the cases of gen_clip_grad_golden.py, in its order (ndim 0: a parameter without .grad) */
+    static const ClipCase cases[] = {
+        {"small", 1, 4, {{3, 5}, {17}, {8, 8}, {1}}, {2, 1, 2, 1}, 2.0, -1, 0, 0},
+        {"unclipped", 2, 3, {{3, 5}, {17}, {8, 8}}, {2, 1, 2}, 0.01, -1, 0, 0},
+        {"max_norm_0.3", 3, 2, {{7, 9}, {31}}, {2, 1}, 1.0, -1, 0, 0},
+        {"big", 4, 3, {{1000, 1001}, {768}, {3, 50257}}, {2, 1, 2}, 1.0, -1, 0, 0},
+        {"inf_norm", 5, 3, {{3, 5}, {17}, {8, 8}}, {2, 1, 2}, 3.0, -1, 0, 0},
+        {"one_inf_norm", 6, 1, {{40}}, {1}, 3.0, -1, 0, 0},
+        {"a_nan", 7, 2, {{3, 5}, {17}}, {2, 1}, 1.0, 1, 4, NAN},
+        {"an_inf", 8, 2, {{3, 5}, {17}}, {2, 1}, 1.0, 0, 2, INFINITY},
+        {"some_without_grad", 9, 4, {{3, 5}, {0}, {9}, {0}}, {2, 0, 1, 0}, 5.0, -1, 0, 0},
+        {"none_with_grad", 10, 2, {{0}, {0}}, {0, 0}, 1.0, -1, 0, 0},
+    };
+    char *text = read_text(data_path("clip_grad_golden.txt")), *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    int ncases = (int)(sizeof cases / sizeof *cases);
+    for (int c = 0; c < ncases; c++) {
+        const ClipCase *k = &cases[c];
+        char name[64];
+        double max_norm, norm_type;
+        ck_assert_msg(line && sscanf(line, "case %63s %lf %lf", name, &max_norm, &norm_type) == 3 &&
+                      !strcmp(name, k->name), "golden case %d: '%s'", c, line ? line : "(end)");
+        ac_mark m = ac_arena_mark();
+        torch_manual_seed(k->seed);
+        Tensor *params[4];
+        const char *names[4] = {"0", "1", "2", "3"};
+        for (int i = 0; i < k->n; i++) {
+            params[i] = torch_requires_grad_(torch_zeros(SHAPE(2)), true);
+            if (k->ndims[i]) params[i]->grad = torch_mul_scalar(torch_sub_scalar(torch_rand(k->ndims[i], k->shapes[i]), 0.5), k->scale);
+        }
+        if (k->plant_k >= 0) ac_data_float(params[k->plant_k]->grad)[k->plant_i] = k->plant;
+        Tensor *total = nn_clip_grad_norm_((nn_TensorList){k->n, names, params}, max_norm, norm_type);
+        line = strtok_r(NULL, "\n", &save);
+        double want;
+        ck_assert(line && sscanf(line, "total %la", &want) == 1);
+        float got = torch_item(total);
+        ck_assert_msg(memcmp(&got, &(float){(float)want}, sizeof got) == 0 || (isnan(got) && isnan(want)),
+                      "%s: total %a, PyTorch's %a", k->name, (double)got, want);
+        for (int i = 0; i < k->n; i++) {
+            line = strtok_r(NULL, "\n", &save);
+            char h[32];
+            int gi;
+            ck_assert(line && sscanf(line, "grad %d %31s", &gi, h) == 2 && gi == i);
+            if (!strcmp(h, "none")) {
+                ck_assert_msg(params[i]->grad == NULL, "%s: parameter %d got a .grad", k->name, i);
+                continue;
+            }
+            ck_assert_msg(fnv_floats(params[i]->grad) == (uint32_t)strtoul(h, NULL, 10), "%s: gradient %d differs from PyTorch's",
+                          k->name, i);
+        }
+        ac_arena_release(m);
+        line = strtok_r(NULL, "\n", &save);
+    }
+    ck_assert_msg(line == NULL, "more golden cases than the test knows: '%s'", line);
+    free(text);
+    /* what PyTorch refuses: another norm_type; and an empty gradient under inf (max of nothing), before any change */
+    Tensor *p = torch_requires_grad_(torch_zeros(SHAPE(2)), true), *q = torch_requires_grad_(torch_zeros(SHAPE(2)), true);
+    p->grad = torch_full(SHAPE(2), 3.0);
+    EXPECT_ERROR("norm_type 3 is not supported", nn_clip_grad_norm_((nn_TensorList){1, NULL, &p}, 1.0, 3.0));
+    q->grad = torch_zeros(SHAPE(0));
+    Tensor *pq[2] = {p, q};
+    EXPECT_ERROR("Expected reduction dim", nn_clip_grad_norm_((nn_TensorList){2, NULL, pq}, 1.0, INFINITY));
+    ck_assert_float_eq(ac_data_float(p->grad)[0], 3.0f);
+}
+END_TEST
+
 Suite *suite_nn(void) {
     Suite *s = suite_create("nn");
     TCase *tc = tcase("modules");
     tcase_add_test(tc, test_attention_modules_vs_pytorch);
+    tcase_add_test(tc, test_clip_grad_norm_vs_pytorch);
     tcase_add_test(tc, test_layers_vs_pytorch);
     tcase_add_test(tc, test_toylm_init_matches_pytorch);
     tcase_add_test(tc, test_wrapper_first_column_is_the_single_head);

@@ -1,6 +1,7 @@
 /* Optimizers against torch.optim (5 steps from the same start; parameters
  * within 1e-6 + 1e-5 relative), and their state saved and restored. */
 #include <math.h>
+#include <stdlib.h>
 
 #include "tests.h"
 
@@ -78,11 +79,55 @@ START_TEST(test_state_roundtrip_and_skips) {
 }
 END_TEST
 
+
+/* param_group["lr"] = lr between steps (appendix D's schedule): opt->lr, the state kept, against
+ * PyTorch (tests/data/set_lr_golden.txt, made by tests/tools/gen_set_lr_golden.py), bit for bit */
+START_TEST(test_set_lr_between_steps) {
+    static const double lrs[] = {0.1, 0.05, 0.2, 0.001};
+    char *text = read_text(data_path("set_lr_golden.txt")), *save = NULL;
+    char *line = strtok_r(text, "\n", &save);
+    for (int o = 0; o < 3; o++) {
+        static const char *names[] = {"sgd", "adam", "adamw"};
+        char want_name[16];
+        ck_assert(line && sscanf(line, "opt %15s", want_name) == 1 && !strcmp(want_name, names[o]));
+        torch_manual_seed(11);
+        Tensor *p = nn_Parameter(torch_rand(SHAPE(6)));
+        const char *pn = "p";
+        nn_TensorList params = {1, &pn, &p};
+        optim_Optimizer *opt = o == 0 ? optim_SGD(params, 1.0, 0.9, 0.0, 0.0, false)
+                             : o == 1 ? optim_Adam(params, 1.0, 0.9, 0.999, 1e-8, 0.0, false)
+                                      : optim_AdamW(params, 1.0, 0.9, 0.999, 1e-8, 0.1, false);
+        for (int step = 0; step < 4; step++) {
+            p->grad = torch_sub_scalar(torch_rand(SHAPE(6)), 0.5);             /* p.grad = torch.rand(6) - 0.5 */
+            opt->lr = lrs[step];                                                /* param_group["lr"] = lr */
+            optim_step(opt);
+            line = strtok_r(NULL, "\n", &save);
+            ck_assert(line && !strncmp(line, "param ", 6));
+            const char *at = line + 6;
+            for (int i = 0; i < 6; i++) {
+                char *end;
+                float want = (float)strtod(at, &end);
+                at = end;
+                float got = ac_data_float(p)[i];
+                ck_assert_msg(memcmp(&got, &want, sizeof got) == 0, "%s step %d element %d: %a, PyTorch's %a", names[o], step,
+                              i, (double)got, (double)want);
+            }
+        }
+        p->grad = NULL; /* an arena tensor: not the parameter's to free */
+        optim_free(opt);
+        ac_free(p);
+        line = strtok_r(NULL, "\n", &save);
+    }
+    free(text);
+}
+END_TEST
+
 Suite *suite_optim(void) {
     Suite *s = suite_create("optim");
     TCase *tc = tcase("optimizers");
     tcase_add_test(tc, test_optimizers_vs_pytorch);
     tcase_add_test(tc, test_state_roundtrip_and_skips);
+    tcase_add_test(tc, test_set_lr_between_steps);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -15,33 +15,9 @@
 
 /* ---- reading a whole file ------------------------------------------------------------------- */
 static char *read_all(const char *path, size_t *len, char *err, size_t errlen) {
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        snprintf(err, errlen, "tokenizer: cannot open %s: %s", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = ac_try_malloc(cap);
-    for (size_t got; buf; n += got) {
-        if (n == cap) {
-            char *p = cap <= SIZE_MAX / 2 ? ac_try_realloc(buf, cap * 2) : NULL;
-            if (!p) {
-                free(buf);
-                buf = NULL;
-                break;
-            }
-            buf = p, cap *= 2;
-        }
-        if ((got = fread(buf + n, 1, cap - n, f)) == 0) break;
-    }
-    bool bad = buf && ferror(f);
-    fclose(f);
-    if (!buf || bad) {
-        snprintf(err, errlen, "tokenizer: cannot read %s: %s", path, buf ? strerror(errno) : "not enough memory");
-        free(buf);
-        return NULL;
-    }
-    *len = n;
+    char why[1024];
+    char *buf = ac_read_file(path, len, why, sizeof why);
+    if (!buf) snprintf(err, errlen, "tokenizer: %s", why);
     return buf;
 }
 
