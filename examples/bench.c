@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 #endif
 
+#include "extend.h"
 #include "gpt.h"
 #include "nn.h"
 #include "optim.h"
@@ -236,17 +237,6 @@ static void matmul(void) {
 /* GPT-2's tokenizer (no PyTorch counterpart: the book uses tiktoken): loading
  * the vocabulary, encoding the-verdict with a fresh tokenizer (every word new
  * to its cache), encoding 10 MB of it (the cache warm), decoding those ids. */
-static char *slurp(const char *path, size_t *len) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    *len = fread(s, 1, (size_t)n, f);
-    fclose(f);
-    return s;
-}
 
 static void tokenize(void) {
     const char *root = getenv("AC_SHARED") ? getenv("AC_SHARED") : "../shared";
@@ -254,7 +244,7 @@ static void tokenize(void) {
     snprintf(dir, sizeof dir, "%s/data/gpt2", root);
     snprintf(path, sizeof path, "%s/data/the-verdict.txt", root);
     size_t len;
-    char *verdict = slurp(path, &len);
+    char *verdict = ac_read_file(path, &len, err, sizeof err);
     Tokenizer *tok = verdict ? tokenizer_load(dir, err, sizeof err) : NULL;
     if (!tok) {
         printf("{\"workload\": \"tokenize\", \"skipped\": \"needs %s and %s\"}\n", dir, path);

@@ -6,9 +6,12 @@
  *       generate   chapters 4-5: the greedy line of the untrained model, the sampler
  *       tokenize   chapter 2: text to GPT-2 token ids (or back, --decode)
  *
+ *       appendix-d appendix D: warmup, cosine decay, gradient clipping
+ *
  * Each command is a function cmd_NAME over the flags it shares with the others
- * (parse_flags): gpt.py's flags, with its defaults. Each line of cmd_train and
- * cmd_generate carries the line of gpt.py it does. */
+ * (parse_flags, a table of which command takes which flag): gpt.py's flags,
+ * with its defaults. cmd_train runs train and appendix-d, whose loops differ
+ * in a few lines. Each line carries the line of gpt.py it does. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -28,6 +31,7 @@
 #include "tokenizer.h"
 #include "viz.h"
 
+#include "cli.h"
 #include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/gpt/gpt.c, nn/attention.c */
 
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
@@ -40,6 +44,8 @@ static void usage(FILE *f) {
             "commands (those of ../shared/pytorch/gpt.py, with its flags, and tokenize):\n"
             "  train                chapter 5: pretrain GPTModel on --data, printing what the book prints\n"
             "  generate             chapter 4/5: --prompt and --sample-tokens more, greedy or sampled\n"
+            "  appendix-d           appendix D: chapter 5's loop with a linear warmup, cosine decay and gradient\n"
+            "                       clipping, 15 epochs, printing what the book prints\n"
             "  tokenize [FILE]      FILE's (stdin's) GPT-2 token ids, separated by single spaces, on one line\n"
             "                       (tiktoken.get_encoding(\"gpt2\").encode(text, allowed_special={\"<|endoftext|>\"}))\n"
             "\n"
@@ -47,20 +53,27 @@ static void usage(FILE *f) {
             "  --context N          context_length (train: 256, generate: 1024)\n"
             "  --emb-dim N --heads N --layers N   emb_dim (768), n_heads (12), n_layers (12)\n"
             "  --drop X             drop_rate (0.1)          --qkv-bias   qkv_bias=True\n"
-            "train:\n"
+            "train and appendix-d:\n"
             "  --data FILE          the text (default " DEFAULT_DATA ")\n"
             "  --train-ratio X      the share of the text's characters for training (0.90)\n"
-            "  --batch N --lr X --weight-decay X --epochs N   2, 0.0004, 0.1, 10 (AdamW)\n"
-            "  --eval-freq N --eval-iter N                    evaluate every N steps on N batches (5, 5)\n"
+            "  --batch N --lr X --weight-decay X --epochs N   2, 0.0004, 0.1, 10 (AdamW; appendix-d: --lr 0.001,\n"
+            "                                                 the peak, and 15 epochs)\n"
+            "  --eval-freq N --eval-iter N                    evaluate every N steps on N batches (5, 5; appendix-d: 5, 1)\n"
             "  --prompt TEXT        (train: \"Every effort moves you\"; generate: \"Hello, I am\"; generate: - reads\n"
             "                       stdin, less one final newline)\n"
             "  --sample-tokens N    tokens per sample (train: 50 per epoch; generate: 6)\n"
-            "  --log FILE           every step's batch loss: step N loss X\n"
+            "  --log FILE           every step's batch loss: step N loss X (appendix-d: step N lr LR loss X)\n"
             "  --save FILE          the model, AdamW and the generator as safetensors at the end (and on Ctrl-C,\n"
             "                       the last whole step); --load FILE resumes from it, exactly\n"
-            "  --plot FILE.svg      the book's loss figure (train and val loss over epochs, tokens seen on top)\n"
+            "  --plot FILE.svg      the book's loss figure (train and val loss over epochs, tokens seen on top;\n"
+            "                       appendix-d: the learning rate over the steps beside it)\n"
             "  --html FILE          the reader's page: the book's Python beside this C, the run's output and\n"
             "                       pictures (gpt --html FILE trains with the flags given, the book's run by default)\n"
+            "appendix-d:\n"
+            "  --warmup X           the share of all steps that warm up, in [0, 1) (0.2; at least one step)\n"
+            "  --initial-lr X       the warmup's first learning rate (1e-5)\n"
+            "  --min-lr X           where the cosine decay ends (1e-5; at most --lr)\n"
+            "  --clip X             clip_grad_norm_'s max_norm after the warmup (1.0)\n"
             "generate:\n"
             "  --load FILE          the weights (a --save, or a safetensors state_dict with the book's names)\n"
             "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors):\n"
@@ -84,7 +97,9 @@ static void usage(FILE *f) {
             "\n"
             "  gpt train                     the book's chapter 5 run (python3 gpt.py train)\n"
             "  gpt train --layers 2 --emb-dim 64 --heads 4 --context 32 --epochs 2    a small one, seconds\n"
-            "  gpt generate --temperature 1.4 --top-k 25 --sample-tokens 15\n");
+            "  gpt generate --temperature 1.4 --top-k 25 --sample-tokens 15\n"
+            "  gpt appendix-d                the book's appendix D run (python3 gpt.py appendix-d)\n"
+            "A flag a command does not use is refused, naming the commands that take it.\n");
 }
 
 typedef struct {
@@ -97,6 +112,9 @@ typedef struct {
     bool qkv_bias, exact, no_kv_cache;
     const char *prompt, *log, *save, *load, *plot, *gpt2, *html;
     bool context_given;
+    double warmup, initial_lr, min_lr, clip; /* appendix-d */
+    char warmup_text[32];
+    int cmd;                                 /* the command's index in commands[] */
 } Flags;
 
 static int bad_flags(const char *fmt, const char *arg) {
@@ -106,112 +124,111 @@ static int bad_flags(const char *fmt, const char *arg) {
     return 2;
 }
 
-/* An integer flag's value, all of it, in [min, max]. */
-static bool int_flag(const char *flag, const char *v, long long min, long long max, long long *out) {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < min || x > max) {
-        fprintf(stderr, "gpt: %s expects an integer from %lld to %lld, got '%s' (gpt --help lists the flags)\n", flag,
-                min, max, v);
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
-static bool num_flag(const char *flag, const char *v, double min, double max, double *out) {
-    char *end;
-    errno = 0;
-    double x = strtod(v, &end);
-    if (errno || end == v || *end || !(x >= min && x <= max)) {
-        fprintf(stderr, "gpt: %s expects a number from %g to %g, got '%s' (gpt --help lists the flags)\n", flag, min, max,
-                v);
-        return false;
-    }
-    *out = x;
-    return true;
-}
-
 #define BIG 1000000000000LL /* sizes past this overflow before they could run: nn_GPTConfig_check words them */
+
+enum { TRAIN, GENERATE, TOKENIZE, APPENDIX_D };
+static const char *const commands[] = {"train", "generate", "tokenize", "appendix-d", NULL};
+#define ON(c) (1u << (c))
+#define MODEL (ON(TRAIN) | ON(GENERATE) | ON(APPENDIX_D))
+#define TRAINING (ON(TRAIN) | ON(APPENDIX_D))
 
 /* 0, or the exit status for a usage error (after the message). */
 static int parse_flags(int argc, char **argv, Flags *a) {
-    *a = (Flags){.tokenizer = DEFAULT_TOKENIZER, .data = DEFAULT_DATA, .special = TOKENIZER_ALLOW_SPECIAL,
-                 .context = -1, .emb_dim = 768, .heads = 12, .layers = 12, .seed = 123, .batch = 2, .epochs = 10,
-                 .eval_freq = 5, .eval_iter = 5, .sample_tokens = -1, .top_k = -1, .eos_id = -1, .drop = 0.1,
-                 .train_ratio = 0.90, .lr = 0.0004, .weight_decay = 0.1, .temperature = 0.0};
-    static const char *const valued[] = {"--tokenizer", "--data", "--save-tokenizer", "--special", "--context",
-        "--emb-dim", "--heads", "--layers", "--drop", "--seed", "--train-ratio", "--batch", "--lr", "--weight-decay",
-        "--epochs", "--eval-freq", "--eval-iter", "--prompt", "--sample-tokens", "--log", "--save", "--load",
-        "--temperature", "--top-k", "--eos-id", "--threads", "--plot", "--gpt2", "--html", NULL};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i], *v = NULL;
-        if (!strcmp(f, "-h") || !strcmp(f, "--help")) {
-            usage(stdout);
-            exit(ac_finish_output("gpt", 0));
-        }
-        for (int k = 0; valued[k]; k++)
-            if (!strcmp(f, valued[k])) {
-                if (i + 1 >= argc) return bad_flags("%s needs a value", f);
-                v = argv[++i];
-            }
-        bool ok = true;
-        if (!v) {
-            if (!strcmp(f, "--decode")) a->decode = true;
-            else if (!strcmp(f, "--qkv-bias")) a->qkv_bias = true;
-            else if (!strcmp(f, "--exact")) a->exact = true;
-            else if (!strcmp(f, "--no-kv-cache")) a->no_kv_cache = true;
-            else if (f[0] == '-' && f[1]) return bad_flags("unknown flag %s", f);
-            else if (!a->command) a->command = f;
-            else if (!a->file) a->file = f;
-            else return bad_flags("one input file at most (got another: %s)", f);
-        } else if (!strcmp(f, "--tokenizer")) a->tokenizer = v;
-        else if (!strcmp(f, "--data")) a->data = v;
-        else if (!strcmp(f, "--save-tokenizer")) a->save_tokenizer = v;
-        else if (!strcmp(f, "--prompt")) a->prompt = v;
-        else if (!strcmp(f, "--log")) a->log = v;
-        else if (!strcmp(f, "--save")) a->save = v;
-        else if (!strcmp(f, "--load")) a->load = v;
-        else if (!strcmp(f, "--plot")) a->plot = v;
-        else if (!strcmp(f, "--gpt2")) a->gpt2 = v;
-        else if (!strcmp(f, "--html")) a->html = v;
-        else if (!strcmp(f, "--special")) {
-            if (!strcmp(v, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
-            else if (!strcmp(v, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
-            else if (!strcmp(v, "raise")) a->special = TOKENIZER_DISALLOW_SPECIAL;
-            else return bad_flags("--special takes allow, text or raise, not '%s'", v);
-        } else if (!strcmp(f, "--context")) ok = int_flag(f, v, 1, BIG, &a->context), a->context_given = true;
-        else if (!strcmp(f, "--emb-dim")) ok = int_flag(f, v, 1, BIG, &a->emb_dim);
-        else if (!strcmp(f, "--heads")) ok = int_flag(f, v, 1, BIG, &a->heads);
-        else if (!strcmp(f, "--layers")) ok = int_flag(f, v, 1, BIG, &a->layers);
-        else if (!strcmp(f, "--seed")) ok = int_flag(f, v, INT64_MIN, INT64_MAX, &a->seed);
-        else if (!strcmp(f, "--batch")) ok = int_flag(f, v, 1, BIG, &a->batch);
-        else if (!strcmp(f, "--epochs")) ok = int_flag(f, v, 0, BIG, &a->epochs);
-        else if (!strcmp(f, "--eval-freq")) ok = int_flag(f, v, 1, BIG, &a->eval_freq);
-        else if (!strcmp(f, "--eval-iter")) ok = int_flag(f, v, 1, BIG, &a->eval_iter);
-        else if (!strcmp(f, "--sample-tokens")) ok = int_flag(f, v, 1, BIG, &a->sample_tokens);
-        else if (!strcmp(f, "--top-k")) ok = int_flag(f, v, 1, BIG, &a->top_k);
-        else if (!strcmp(f, "--eos-id")) ok = int_flag(f, v, 0, BIG, &a->eos_id);
-        else if (!strcmp(f, "--drop")) ok = num_flag(f, v, 0, 1, &a->drop);
-        else if (!strcmp(f, "--train-ratio")) ok = num_flag(f, v, 0, 1, &a->train_ratio);
-        else if (!strcmp(f, "--lr")) ok = num_flag(f, v, 0, 1e300, &a->lr);
-        else if (!strcmp(f, "--weight-decay")) ok = num_flag(f, v, 0, 1e300, &a->weight_decay);
-        else if (!strcmp(f, "--temperature")) ok = num_flag(f, v, 0, 1e300, &a->temperature);
-        else if (!strcmp(f, "--threads")) {
-            long long t;
-            ok = int_flag(f, v, 1, 1 << 20, &t);
-            if (ok) torch_set_num_threads(t > 256 ? 256 : (int)t);
-        }
-        if (!ok) return 2;
+    *a = (Flags){.tokenizer = DEFAULT_TOKENIZER, .data = DEFAULT_DATA, .context = -1, .emb_dim = 768, .heads = 12,
+                 .layers = 12, .seed = 123, .batch = 2, .epochs = -1, .eval_freq = 5, .eval_iter = -1,
+                 .sample_tokens = -1, .top_k = -1, .eos_id = -1, .drop = 0.1, .train_ratio = 0.90, .lr = NAN,
+                 .weight_decay = 0.1, .temperature = 0.0, .warmup = 0.2, .initial_lr = 1e-5, .min_lr = 1e-5, .clip = 1.0};
+    const char *special = "allow";
+    long long threads = 0;
+    const cli_flag flags[] = {
+        CLI_TEXT_FLAG("--tokenizer", &a->tokenizer, CLI_ALL),
+        CLI_TEXT_FLAG("--data", &a->data, TRAINING | ON(GENERATE) | ON(TOKENIZE)), /* the last two: --tokenizer train:N */
+        CLI_INT_FLAG("--threads", &threads, 1, 1 << 20, CLI_ALL),
+        CLI_SWITCH_FLAG("--exact", &a->exact, CLI_ALL),
+        CLI_TEXT_FLAG("--save-tokenizer", &a->save_tokenizer, CLI_ALL),
+        CLI_SWITCH_FLAG("--decode", &a->decode, ON(TOKENIZE)),
+        CLI_TEXT_FLAG("--special", &special, ON(TOKENIZE)),
+        CLI_INT_FLAG("--context", &a->context, 1, BIG, MODEL),
+        CLI_INT_FLAG("--emb-dim", &a->emb_dim, 1, BIG, MODEL),
+        CLI_INT_FLAG("--heads", &a->heads, 1, BIG, MODEL),
+        CLI_INT_FLAG("--layers", &a->layers, 1, BIG, MODEL),
+        CLI_NUM_FLAG("--drop", &a->drop, 0, 1, MODEL),
+        CLI_SWITCH_FLAG("--qkv-bias", &a->qkv_bias, MODEL),
+        CLI_INT_FLAG("--seed", &a->seed, INT64_MIN, INT64_MAX, MODEL),
+        CLI_TEXT_FLAG("--prompt", &a->prompt, MODEL),
+        CLI_INT_FLAG("--sample-tokens", &a->sample_tokens, 1, BIG, ON(TRAIN) | ON(GENERATE)),
+        CLI_NUM_FLAG("--train-ratio", &a->train_ratio, 0, 1, TRAINING),
+        CLI_INT_FLAG("--batch", &a->batch, 1, BIG, TRAINING),
+        CLI_NUM_FLAG("--lr", &a->lr, 0, HUGE_VAL, TRAINING),
+        CLI_NUM_FLAG("--weight-decay", &a->weight_decay, 0, HUGE_VAL, TRAINING),
+        CLI_INT_FLAG("--epochs", &a->epochs, 0, BIG, TRAINING),
+        CLI_INT_FLAG("--eval-freq", &a->eval_freq, 1, BIG, TRAINING),
+        CLI_INT_FLAG("--eval-iter", &a->eval_iter, 1, BIG, TRAINING),
+        CLI_TEXT_FLAG("--log", &a->log, TRAINING),
+        CLI_TEXT_FLAG("--save", &a->save, TRAINING),
+        CLI_TEXT_FLAG("--load", &a->load, MODEL),
+        CLI_TEXT_FLAG("--plot", &a->plot, TRAINING),
+        CLI_TEXT_FLAG("--html", &a->html, ON(TRAIN)),
+        CLI_TEXT_FLAG("--gpt2", &a->gpt2, ON(GENERATE)),
+        CLI_NUM_FLAG("--temperature", &a->temperature, 0, HUGE_VAL, ON(GENERATE)),
+        CLI_INT_FLAG("--top-k", &a->top_k, 1, BIG, ON(GENERATE)),
+        CLI_INT_FLAG("--eos-id", &a->eos_id, 0, BIG, ON(GENERATE)),
+        CLI_SWITCH_FLAG("--no-kv-cache", &a->no_kv_cache, MODEL),
+        CLI_NUM_FLAG("--warmup", &a->warmup, 0, 1, ON(APPENDIX_D)), /* [0, 1): 1 is refused below */
+        CLI_NUM_FLAG("--initial-lr", &a->initial_lr, 0, HUGE_VAL, ON(APPENDIX_D)),
+        CLI_NUM_FLAG("--min-lr", &a->min_lr, 0, HUGE_VAL, ON(APPENDIX_D)),
+        CLI_NUM_FLAG("--clip", &a->clip, 0, HUGE_VAL, ON(APPENDIX_D)),
+    };
+    const cli_spec spec = {"gpt", commands, flags, (int)(sizeof flags / sizeof *flags), 1, true};
+    cli_args args;
+    int rc = cli_parse(&spec, argc, argv, &args, usage);
+    if (rc) return rc;
+    if (args.command < 0 && a->html) { /* gpt --html FILE [flags]: the page of a training run */
+        char **with_train = ac_malloc(sizeof(char *) * ((size_t)argc + 2));
+        with_train[0] = argv[0], with_train[1] = "train";
+        memcpy(with_train + 2, argv + 1, sizeof(char *) * (size_t)argc);
+        rc = cli_parse(&spec, argc + 1, with_train, &args, usage);
+        free(with_train);
+        if (rc) return rc;
     }
-    if (!a->command && a->html) a->command = "train"; /* gpt --html FILE: the page of a training run */
-    if (!a->command) return bad_flags("%s", "give a command: train, generate or tokenize");
-    if (a->html && strcmp(a->command, "train")) return bad_flags("--html goes with train (the page shows a run), not %s", a->command);
-    bool train = !strcmp(a->command, "train");
-    if (a->context < 0) a->context = train ? 256 : 1024;                       /* a.context or (256 if train else 1024) */
-    if (!a->prompt) a->prompt = train ? "Every effort moves you" : "Hello, I am";
-    if (a->sample_tokens < 0) a->sample_tokens = train ? 50 : 6;
+    if (args.command < 0) return bad_flags("%s", "give a command: train, generate, tokenize or appendix-d");
+    a->command = commands[args.command];
+    a->cmd = args.command;
+    a->file = args.n_positional ? args.positional[0] : NULL;
+    if (a->file && a->cmd != TOKENIZE) return bad_flags("%s takes no input file: --data FILE gives the text", a->command);
+    if (!strcmp(special, "allow")) a->special = TOKENIZER_ALLOW_SPECIAL;
+    else if (!strcmp(special, "text")) a->special = TOKENIZER_SPECIAL_AS_TEXT;
+    else if (!strcmp(special, "raise")) a->special = TOKENIZER_DISALLOW_SPECIAL;
+    else return bad_flags("--special takes allow, text or raise, not '%s'", special);
+    bool trains_tokenizer = !strncmp(a->tokenizer, "train:", 6);
+    if (cli_given(&spec, &args, "--data") && !(TRAINING & ON(a->cmd)) && !trains_tokenizer)
+        return bad_flags("--data goes with train and appendix-d (or with --tokenizer train:N, which learns from it), not %s",
+                         a->command);
+    if (cli_given(&spec, &args, "--save-tokenizer") && !trains_tokenizer && a->cmd != TOKENIZE)
+        return bad_flags("--save-tokenizer goes with tokenize (or with --tokenizer train:N), not %s", a->command);
+    if (a->gpt2) {
+        static const char *const sizes[] = {"--emb-dim", "--heads", "--layers", "--drop", "--qkv-bias", NULL};
+        for (int k = 0; sizes[k]; k++)
+            if (cli_given(&spec, &args, sizes[k]))
+                return bad_flags("%s is not used with --gpt2: the model's sizes come from its config.json", sizes[k]);
+    }
+    a->context_given = cli_given(&spec, &args, "--context");
+    if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
+    bool train = a->cmd == TRAIN, appd = a->cmd == APPENDIX_D;
+    if (a->context < 0) a->context = train || appd ? 256 : 1024;               /* a.context or (256 if train else 1024) */
+    if (!a->prompt) a->prompt = train || appd ? "Every effort moves you" : "Hello, I am";
+    if (a->sample_tokens < 0) a->sample_tokens = train ? 50 : appd ? 50 : 6;
+    if (isnan(a->lr)) a->lr = appd ? 0.001 : 0.0004;                            /* a.lr if given else (0.001 if appd else 0.0004) */
+    if (a->epochs < 0) a->epochs = appd ? 15 : 10;
+    if (appd && a->warmup >= 1)
+        return bad_flags("--warmup %s is the share of all steps spent warming up: a number from 0 to below 1",
+                         (snprintf(a->warmup_text, sizeof a->warmup_text, "%g", a->warmup), a->warmup_text));
+    if (appd && a->min_lr > a->lr) {
+        fprintf(stderr, "gpt: --min-lr %g is above the peak learning rate --lr %g: the cosine decay goes down to it "
+                "(gpt --help lists the flags)\n", a->min_lr, a->lr);
+        return 2;
+    }
+    if (a->eval_iter < 0) a->eval_iter = appd ? 1 : 5;
     ac_set_exact(a->exact);
     return 0;
 }
@@ -222,31 +239,9 @@ static char *read_input(const char *path, size_t *len) {
     struct stat st;
     if (!std_in && stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) /* opening one blocks until something writes */
         fprintf(stderr, "gpt: %s is a FIFO: waiting for a writer\n", path);
-    FILE *f = std_in ? stdin : fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "gpt: cannot open %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = malloc(cap);
-    for (size_t got; buf; n += got) {
-        if (n + 1 >= cap) {
-            char *p = realloc(buf, cap *= 2);
-            if (!p) free(buf);
-            buf = p;
-            if (!buf) break;
-        }
-        if ((got = fread(buf + n, 1, cap - n - 1, f)) == 0) break;
-    }
-    bool bad = !buf || ferror(f);
-    if (!std_in) fclose(f);
-    if (bad) {
-        fprintf(stderr, "gpt: cannot read %s: %s\n", std_in ? "standard input" : path, buf ? strerror(errno) : "not enough memory");
-        free(buf);
-        return NULL;
-    }
-    buf[n] = 0;
-    *len = n;
+    char err[1024];
+    char *buf = std_in ? ac_read_stream(stdin, "standard input", len, err, sizeof err) : ac_read_file(path, len, err, sizeof err);
+    if (!buf) fprintf(stderr, "gpt: %s\n", err);
     return buf;
 }
 
@@ -493,7 +488,20 @@ static bool curve_add(Curve *c, double epochs, double tl, double vl) {
     return true;
 }
 
-typedef struct { const Curve *c; double tokens_per_epoch; } CurvePlot;
+/* Appendix D's schedule: a linear warmup from initial_lr to the peak, then a cosine decay to min_lr. */
+typedef struct { double peak_lr, initial_lr, min_lr; int64_t warmup_steps, total_steps; } Schedule;
+
+/* The learning rate of step global_step (train_model's lines, in their order and in doubles). */
+static double schedule_lr(const Schedule *s, int64_t global_step) {
+    double lr_increment = (s->peak_lr - s->initial_lr) / (double)s->warmup_steps; /* lr_increment = (peak_lr - initial_lr) / warmup_steps */
+    if (global_step < s->warmup_steps)                                           /* if global_step < warmup_steps: */
+        return s->initial_lr + (double)global_step * lr_increment;               /*     lr = initial_lr + global_step * lr_increment */
+    double progress = (double)(global_step - s->warmup_steps) /                  /* progress = ((global_step - warmup_steps) / */
+                      (double)(s->total_steps - s->warmup_steps);                /*     (total_training_steps - warmup_steps)) */
+    return s->min_lr + (s->peak_lr - s->min_lr) * 0.5 * (1 + cos(M_PI * progress)); /* lr = min_lr + (peak_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress)) */
+}
+
+typedef struct { const Curve *c; double tokens_per_epoch; const Schedule *lr; } CurvePlot;
 
 /* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
 static bool draw_losses(FILE *f, void *u) {
@@ -502,11 +510,25 @@ static bool draw_losses(FILE *f, void *u) {
                       {"Validation loss", p->c->n, p->c->epochs, p->c->val}};
     ac_plot_opts o = {.title = "GPTModel on the text (chapter 5)", .xlabel = "Epochs", .ylabel = "Loss",
                       .x2label = "Tokens seen", .x2_per_x = p->tokens_per_epoch};
-    return ac_plot_svg(f, &o, p->c->n ? 2 : 0, s);
+    if (!p->lr) return ac_plot_svg(f, &o, p->c->n ? 2 : 0, s);
+    /* appendix D: the learning rate over the steps (the appendix's figure), right of the losses */
+    int64_t n = p->lr->total_steps;
+    double *x = malloc(sizeof(double) * (size_t)(n ? n : 1)), *y = malloc(sizeof(double) * (size_t)(n ? n : 1));
+    if (!x || !y) return free(x), free(y), false;
+    for (int64_t i = 0; i < n; i++) x[i] = (double)i, y[i] = schedule_lr(p->lr, i); /* track_lrs.append(lr) */
+    ac_series lr = {NULL, n, x, y};
+    ac_plot_opts lo = {.title = "The learning rate (appendix D)", .xlabel = "Steps", .ylabel = "lr"};
+    fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1280\" height=\"400\" viewBox=\"0 0 1280 400\">\n", f);
+    bool ok = ac_plot_svg(f, &o, p->c->n ? 2 : 0, s);
+    fputs("<g transform=\"translate(640,0)\">\n", f);
+    ok = ac_plot_svg(f, &lo, 1, &lr) && ok;
+    fputs("</g>\n</svg>\n", f);
+    free(x), free(y);
+    return ok && !ferror(f);
 }
 
-static bool write_losses(const char *path, const Curve *c, double tokens_per_epoch) {
-    CurvePlot p = {c, tokens_per_epoch};
+static bool write_losses(const char *path, const Curve *c, double tokens_per_epoch, const Schedule *lr) {
+    CurvePlot p = {c, tokens_per_epoch, lr};
     if (ac_write_file_atomic(path, draw_losses, &p)) return true;
     fprintf(stderr, "gpt: cannot write --plot %s: %s\n", path, strerror(errno));
     return false;
@@ -523,7 +545,7 @@ static bool draw_heat(FILE *f, void *u) { return ac_heatmap_svg(f, ((Heat *)u)->
 
 /* The trained model on the prompt: block 0's heads, and the sampler's top 25 after temperature 1.4 */
 static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, const Curve *curve, double tokens_per_epoch) {
-    CurvePlot cp = {curve, tokens_per_epoch};
+    CurvePlot cp = {curve, tokens_per_epoch, NULL};
     page_pics.loss_svg = ac_draw_to_string(draw_losses, &cp);
     ac_mark m = ac_arena_mark();
     nn_eval(&model->module);
@@ -792,7 +814,50 @@ static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step
             done * (double)tokens_per_step / (el > 0 ? el : 1e-9), left);
 }
 
+/* find_highest_gradient(model): the largest element of any .grad */
+static Tensor *find_highest_gradient(nn_TensorList params) {
+    Tensor *max_grad = NULL;                                                      /* max_grad = None */
+    for (int k = 0; k < params.n; k++) {                                          /* for param in model.parameters(): */
+        if (!params.tensors[k]->grad) continue;                                   /*     if param.grad is not None: */
+        Tensor *g = torch_max(torch_flatten(params.tensors[k]->grad, 0, -1));     /*         g = param.grad.data.flatten().max() */
+        if (!max_grad || torch_item(g) > torch_item(max_grad)) max_grad = g;      /*         if max_grad is None or g > max_grad: max_grad = g */
+    }
+    return max_grad;
+}
+
+/* Appendix D's cells between the loaders and train_model: the two learning-rate plots walk the train
+ * loader (each walk's iter() draws), then a new model's gradients on the last batch, before and after
+ * clip_grad_norm_. model is the first GPTModel(cfg), untouched: the same seed makes the same weights,
+ * so the generator is set to where that construction leaves it (after_init). */
+static void appendix_d_gradients(nn_GPTModel *model, const DataLoader *train_loader, const Flags *a,
+                                 torch_Generator after_init) {
+    ac_mark m = ac_arena_mark();
+    Tensor *input_batch = NULL, *target_batch = NULL;
+    for (int plot = 0; plot < 2; plot++)                                          /* (the two learning-rate plots' loops) */
+        for (int64_t epoch = 0; epoch < a->epochs; epoch++) {                     /* for epoch in range(n_epochs): */
+            DataLoaderIter it = DataLoader_iter(train_loader);                    /*     for input_batch, target_batch in train_loader: */
+            while (DataLoaderIter_next(&it, &input_batch, &target_batch)) {}      /*         pass */
+            DataLoaderIter_free(&it);
+        }
+    torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(123) */
+    torch_default_generator = after_init;                                         /* model = GPTModel(GPT_CONFIG_124M) */
+    nn_train(&model->module, true);                                               /* (a new module is in training mode) */
+    torch_backward(gpt_calc_loss_batch(input_batch, target_batch, model), NULL);  /* loss = calc_loss_batch(...); loss.backward() */
+    nn_TensorList params = nn_named_parameters(&model->module);
+    bool prev = torch_no_grad_enter();
+    torch_print(find_highest_gradient(params));                                   /* print(find_highest_gradient(model)) */
+    nn_clip_grad_norm_(params, a->clip, 2.0);                                     /* torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0) */
+    torch_print(find_highest_gradient(params));                                   /* print(find_highest_gradient(model)) */
+    torch_no_grad_exit(prev);
+    fflush(stdout);
+    for (int k = 0; k < params.n; k++) ac_free(torch_grad_take(params.tensors[k])); /* (C: the next GPTModel(cfg) has no .grad) */
+    ac_arena_release(m);
+}
+
+/* Chapter 5's train_model_simple, and with appendix-d appendix D's train_model: one loop, the
+ * appendix's lines (the schedule, the clipping) where a->cmd says so. */
 static int cmd_train(const Flags *a) {
+    bool appd = a->cmd == APPENDIX_D;
     nn_GPTConfig cfg = config(a);                                                 /* cfg = config(a) */
     if (!check_config(cfg) || !check_output("--save", a->save) || !check_output("--plot", a->plot) ||
         !check_output("--log", a->log))
@@ -846,9 +911,22 @@ static int cmd_train(const Flags *a) {
     if (DataLoader_len(&val_loader) == 0)
         fprintf(stderr, "gpt: warning: the validation part of %s (%lld tokens) is shorter than one window of %lld+1 tokens: "
                 "its loss is nan, as in the book's code\n", a->data, (long long)val_loader.dataset->n_ids, (long long)a->context);
+    Schedule sched = {.peak_lr = a->lr, .initial_lr = a->initial_lr, .min_lr = a->min_lr,  /* peak_lr = optimizer.param_groups[0]["lr"] */
+                      .total_steps = n_train * a->epochs};                        /* total_training_steps = len(train_loader) * n_epochs */
+    sched.warmup_steps = (int64_t)(a->warmup * (double)sched.total_steps);        /* warmup_steps = int(0.2 * total_steps) */
+    if (appd && sched.warmup_steps == 0) {
+        fprintf(stderr, "gpt: --warmup %g of %lld steps (%lld batches x %lld epochs) is no whole step: train_model divides "
+                "by warmup_steps; give a larger --warmup or more --epochs\n", a->warmup, (long long)sched.total_steps,
+                (long long)n_train, (long long)a->epochs);
+        rc = 2;
+        goto done;
+    }
     Position pos = {.epoch = 0, .batches_done = -1, .global_step = -1, .tokens_seen = 0, .it = &it,
                     .train_windows = train_loader.dataset->n, .batch = a->batch, .curve = &curve};
-    if (!a->load) {
+    if (appd && !a->load) {
+        printf("%lld\n", (long long)sched.warmup_steps);                          /* print(warmup_steps) */
+        appendix_d_gradients(model, &train_loader, a, after_init);
+    } else if (!a->load) {
         torch_manual_seed((uint64_t)a->seed);                                     /* torch.manual_seed(a.seed) */
         bool prev = torch_no_grad_enter();                                        /* with torch.no_grad(): */
         printf("Training loss: %s\n", py_float(gpt_calc_loss_loader(&train_loader, model, -1), fb));
@@ -881,23 +959,29 @@ static int cmd_train(const Flags *a) {
             ac_mark m = ac_arena_mark();
             if (!DataLoaderIter_next(&it, &input_batch, &target_batch)) break;
             optim_zero_grad(opt);                                                 /*         optimizer.zero_grad() */
+            if (appd) opt->lr = schedule_lr(&sched, global_step + 1);             /*         global_step += 1; lr = ...; param_group["lr"] = lr */
             Tensor *loss = gpt_calc_loss_batch(input_batch, target_batch, model); /*         loss = calc_loss_batch(...) */
             torch_backward(loss, NULL);                                           /*         loss.backward() */
+            if (appd && global_step + 1 > sched.warmup_steps)                     /*         if global_step > warmup_steps: */
+                nn_clip_grad_norm_(nn_named_parameters(&model->module), a->clip, 2.0); /*     clip_grad_norm_(model.parameters(), max_norm=1.0) */
             optim_step(opt);                                                      /*         optimizer.step() */
             tokens_seen += torch_numel(input_batch);                              /*         tokens_seen += input_batch.numel() */
             global_step += 1;                                                     /*         global_step += 1 */
             double l = torch_item(loss);
-            if (log) fprintf(log, "step %lld loss %s\n", (long long)global_step, isnan(l) ? "nan" : (snprintf(fb, 40, "%.6f", l), fb));
+            char lb[40];
+            if (log && appd) fprintf(log, "step %lld lr %s loss ", (long long)global_step, py_float(opt->lr, lb));
+            else if (log) fprintf(log, "step %lld loss ", (long long)global_step);
+            if (log) fprintf(log, "%s\n", isnan(l) ? "nan" : (snprintf(fb, 40, "%.6f", l), fb));
             if (global_step % a->eval_freq == 0) {                                /*         if global_step % eval_freq == 0: */
                 double train_loss, val_loss;
                 gpt_evaluate_model(model, &train_loader, &val_loader, a->eval_iter, &train_loss, &val_loss);
                 char b1[40], b2[40];
                 live_clear(&live);
-                printf("Ep %lld (Step %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, (long long)global_step,
+                printf("Ep %lld (%s %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, appd ? "Iter" : "Step", (long long)global_step,
                        py_3f(train_loss, b1), py_3f(val_loss, b2));
                 fflush(stdout);
                 curve_add(&curve, (double)tokens_seen / tokens_per_epoch, train_loss, val_loss);
-                if (a->plot && !write_losses(a->plot, &curve, tokens_per_epoch)) rc = 1;
+                if (a->plot && !write_losses(a->plot, &curve, tokens_per_epoch, appd ? &sched : NULL)) rc = 1;
             }
             ac_arena_release(m);
             live_show(&live, epoch, a->epochs, global_step, a->batch * a->context);
@@ -915,7 +999,7 @@ static int cmd_train(const Flags *a) {
         rc = 1;
     }
     log = NULL;
-    if (a->plot && curve.n && !write_losses(a->plot, &curve, tokens_per_epoch)) rc = 1;
+    if (a->plot && curve.n && !write_losses(a->plot, &curve, tokens_per_epoch, appd ? &sched : NULL)) rc = 1;
     if (interrupted) {
         bool saved = a->save && save_run(a->save, model, opt, &pos);
         fprintf(stderr, "gpt: stopped by signal %d after step %lld%s%s\n", (int)interrupted, (long long)global_step,
@@ -926,6 +1010,7 @@ static int cmd_train(const Flags *a) {
     torch_Generator at_end = torch_default_generator; /* where a --load of the --save goes on from */
     if (page_wanted) page_pictures(model, tok, start, &curve, tokens_per_epoch);
     fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             /* print(f"(training took ...)", file=sys.stderr) */
+    if (appd) goto save;
     nn_eval(&model->module);                                                      /* model.eval() */
     size_t tl;
     Tensor *ids = gpt_generate_ex(model, start, 25, cfg.context_length, 0.0, 0, -1, !a->no_kv_cache, NULL, NULL); /* generate_text_simple(model, ..., 25, ctx) */
@@ -933,6 +1018,7 @@ static int cmd_train(const Flags *a) {
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
     ids = gpt_generate_ex(model, start, 15, cfg.context_length, 1.4, 25, -1, !a->no_kv_cache, NULL, NULL); /* ids = generate(model, ..., 15, ctx, temperature=1.4, top_k=25) */
     printf("Output text:\n %s\n", token_ids_to_text(ids, tok, &tl));
+save:
     if (a->save) {                                                                /* if a.save: torch.save(model.state_dict(), a.save) */
         torch_Generator now = torch_default_generator;
         torch_default_generator = at_end; /* the state after the last epoch, not after the samples */
@@ -1132,11 +1218,11 @@ int main(int argc, char **argv) {
     Flags a;
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
-    if (!strcmp(a.command, "tokenize")) rc = cmd_tokenize(&a);
-    else if (!strcmp(a.command, "train") && a.html) rc = train_with_page(&a);
-    else if (!strcmp(a.command, "train")) rc = cmd_train(&a);
-    else if (!strcmp(a.command, "generate")) rc = cmd_generate(&a);
-    else return bad_flags("unknown command '%s': the commands are train, generate and tokenize", a.command);
+    if (a.cmd == TOKENIZE) rc = cmd_tokenize(&a);
+    else if (a.cmd == TRAIN && a.html) rc = train_with_page(&a);
+    else if (a.cmd == TRAIN) rc = cmd_train(&a);
+    else if (a.cmd == GENERATE) rc = cmd_generate(&a);
+    else rc = cmd_train(&a); /* appendix-d */
     ac_shutdown();
     return ac_finish_output("gpt", rc); /* output that could not be written is an error, as in coreutils */
 }

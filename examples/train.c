@@ -32,6 +32,7 @@
 #endif
 
 #include "nn.h"
+#include "cli.h"
 #include "extend.h"
 #include "optim.h"
 #include "safetensors.h"
@@ -60,7 +61,7 @@ static const char builtin_text[] =
 typedef struct {
     const char *data, *log, *save, *load, *prompt, *plot, *attention_svg;
     bool fused; /* --attention fused */
-    long steps, batch, context, dim, heads, sample, top_k, plot_every, save_every;
+    long long steps, batch, context, dim, heads, sample, top_k, plot_every, save_every;
     double lr, temperature;
     unsigned long long seed;
     bool sample_given, steps_given, exact;
@@ -103,115 +104,72 @@ static void usage(FILE *f) {
             "  train --steps 500 --plot loss.svg --attention-svg attn.svg --prompt \"Attention lets\" --sample 200\n");
 }
 
-static bool parse_long(const char *flag, const char *s, long min, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < min) {
-        fprintf(stderr, "train: %s expects an integer >= %ld, got '%s'\n", flag, min, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
-/* A finite number >= min (or > min when strict), said in those words. */
-static bool parse_double(const char *flag, const char *s, double min, bool strict, double *out) {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || (strict ? !(v > min) : !(v >= min))) {
-        fprintf(stderr, "train: %s expects a number %s %g, got '%s'\n", flag, strict ? ">" : ">=", min, s);
-        return false;
-    }
-    *out = v;
-    return true;
-}
-
+/* The flags, as toy_lm.py's argparse has them, and what each one may be. */
 static bool parse_args(int argc, char **argv, Args *a) {
     *a = (Args){.steps = 200, .batch = 16, .context = 32, .dim = 64, .heads = 4, .lr = 1e-3, .seed = 123,
                 .temperature = 1.0, .top_k = 0, .prompt = NULL, .plot_every = 25};
-    for (int i = 1; i < argc; i++) {
-        const char *f = argv[i];
-        if (strcmp(f, "--help") == 0 || strcmp(f, "-h") == 0) {
-            usage(stdout);
-            exit(ac_finish_output("train", 0));
-        }
-        if (strcmp(f, "--exact") == 0) { /* a flag without a value */
-            a->exact = true;
-            continue;
-        }
-        static const char *const valued[] = {"--data", "--log", "--save", "--load", "--prompt", "--plot", "--attention-svg",
-                                             "--plot-every", "--save-every", "--threads", "--attention", "--steps", "--batch",
-                                             "--context", "--dim", "--heads", "--sample", "--top-k", "--lr", "--temperature",
-                                             "--seed", NULL};
-        bool known = false;
-        for (int k = 0; valued[k]; k++) known = known || strcmp(f, valued[k]) == 0;
-        if (!known) {
-            fprintf(stderr, "train: unknown flag %s\n", f);
+    const char *attention = "explicit", *seed = NULL;
+    long long threads = 0;
+    const cli_flag flags[] = {
+        CLI_TEXT_FLAG("--data", &a->data, CLI_ALL),
+        CLI_INT_FLAG("--steps", &a->steps, 0, LONG_MAX, CLI_ALL),
+        CLI_INT_FLAG("--batch", &a->batch, 1, LONG_MAX, CLI_ALL),
+        CLI_INT_FLAG("--context", &a->context, 1, LONG_MAX, CLI_ALL),
+        CLI_INT_FLAG("--dim", &a->dim, 1, LONG_MAX, CLI_ALL),
+        CLI_INT_FLAG("--heads", &a->heads, 1, LONG_MAX, CLI_ALL),
+        CLI_NUM_FLAG("--lr", &a->lr, 0, HUGE_VAL, CLI_ALL),
+        CLI_TEXT_FLAG("--seed", &seed, CLI_ALL),
+        CLI_SWITCH_FLAG("--exact", &a->exact, CLI_ALL),
+        CLI_INT_FLAG("--threads", &threads, 1, LONG_MAX, CLI_ALL),
+        CLI_TEXT_FLAG("--attention", &attention, CLI_ALL),
+        CLI_TEXT_FLAG("--log", &a->log, CLI_ALL),
+        CLI_TEXT_FLAG("--save", &a->save, CLI_ALL),
+        CLI_INT_FLAG("--save-every", &a->save_every, 0, LONG_MAX, CLI_ALL),
+        CLI_TEXT_FLAG("--load", &a->load, CLI_ALL),
+        CLI_INT_FLAG("--sample", &a->sample, 0, LONG_MAX, CLI_ALL),
+        CLI_TEXT_FLAG("--prompt", &a->prompt, CLI_ALL),
+        CLI_POS_FLAG("--temperature", &a->temperature, 0, HUGE_VAL, CLI_ALL),
+        CLI_INT_FLAG("--top-k", &a->top_k, 0, LONG_MAX, CLI_ALL),
+        CLI_TEXT_FLAG("--plot", &a->plot, CLI_ALL),
+        CLI_INT_FLAG("--plot-every", &a->plot_every, 1, LONG_MAX, CLI_ALL),
+        CLI_TEXT_FLAG("--attention-svg", &a->attention_svg, CLI_ALL),
+    };
+    const cli_spec spec = {"train", NULL, flags, (int)(sizeof flags / sizeof *flags), 0, false}; /* main names --help */
+    cli_args args;
+    if (cli_parse(&spec, argc, argv, &args, usage)) return false;
+    a->steps_given = cli_given(&spec, &args, "--steps");
+    a->sample_given = cli_given(&spec, &args, "--sample");
+    if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
+    if (strcmp(attention, "fused") && strcmp(attention, "explicit")) {
+        fprintf(stderr, "train: --attention expects fused or explicit, got '%s'\n", attention);
+        return false;
+    }
+    a->fused = !strcmp(attention, "fused");
+    if (a->lr > FLT_MAX) { /* Adam computes in float32: such an lr is inf there */
+        const char *given = NULL;
+        for (int i = 1; i + 1 < argc; i++)
+            if (!strcmp(argv[i], "--lr")) given = argv[i + 1];
+        fprintf(stderr, "train: --lr %s is not finite in float32 (at most %g)\n", given, (double)FLT_MAX);
+        return false;
+    }
+    if (seed) { /* torch.manual_seed takes -2^63 .. 2^64-1; a negative seed wraps modulo 2^64 */
+        char *end;
+        errno = 0;
+        unsigned long long u = 0;
+        if (seed[0] == '-') u = (unsigned long long)strtoll(seed, &end, 10);
+        else u = seed[0] == '+' ? (errno = EINVAL, 0) : strtoull(seed, &end, 10);
+        if (errno || end == seed || *end || seed[0] >= 'a' || seed[0] == ' ') {
+            fprintf(stderr, "train: --seed expects an integer from -2^63 to 2^64-1, got '%s'\n", seed);
             return false;
         }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "train: %s needs a value\n", f);
-            return false;
-        }
-        const char *v = argv[++i];
-        bool ok = true;
-        if (strcmp(f, "--data") == 0) a->data = v;
-        else if (strcmp(f, "--log") == 0) a->log = v;
-        else if (strcmp(f, "--save") == 0) a->save = v;
-        else if (strcmp(f, "--load") == 0) a->load = v;
-        else if (strcmp(f, "--prompt") == 0) a->prompt = v;
-        else if (strcmp(f, "--plot") == 0) a->plot = v;
-        else if (strcmp(f, "--attention-svg") == 0) a->attention_svg = v;
-        else if (strcmp(f, "--plot-every") == 0) ok = parse_long(f, v, 1, &a->plot_every);
-        else if (strcmp(f, "--save-every") == 0) ok = parse_long(f, v, 0, &a->save_every);
-        else if (strcmp(f, "--threads") == 0) {
-            long t;
-            ok = parse_long(f, v, 1, &t);
-            if (ok) torch_set_num_threads(t > 256 ? 256 : (int)t);
-        } else if (strcmp(f, "--attention") == 0) {
-            ok = strcmp(v, "fused") == 0 || strcmp(v, "explicit") == 0;
-            a->fused = strcmp(v, "fused") == 0;
-            if (!ok) fprintf(stderr, "train: --attention expects fused or explicit, got '%s'\n", v);
-        }
-        else if (strcmp(f, "--steps") == 0) { ok = parse_long(f, v, 0, &a->steps); a->steps_given = true; }
-        else if (strcmp(f, "--batch") == 0) ok = parse_long(f, v, 1, &a->batch);
-        else if (strcmp(f, "--context") == 0) ok = parse_long(f, v, 1, &a->context);
-        else if (strcmp(f, "--dim") == 0) ok = parse_long(f, v, 1, &a->dim);
-        else if (strcmp(f, "--heads") == 0) ok = parse_long(f, v, 1, &a->heads);
-        else if (strcmp(f, "--sample") == 0) { ok = parse_long(f, v, 0, &a->sample); a->sample_given = true; }
-        else if (strcmp(f, "--top-k") == 0) ok = parse_long(f, v, 0, &a->top_k);
-        else if (strcmp(f, "--lr") == 0) {
-            ok = parse_double(f, v, 0.0, false, &a->lr);
-            if (ok && a->lr > FLT_MAX) { /* Adam computes in float32: such an lr is inf there */
-                fprintf(stderr, "train: --lr %s is not finite in float32 (at most %g)\n", v, (double)FLT_MAX);
-                ok = false;
-            }
-        }
-        else if (strcmp(f, "--temperature") == 0) ok = parse_double(f, v, 0.0, true, &a->temperature);
-        else if (strcmp(f, "--seed") == 0) {
-            /* torch.manual_seed takes -2^63 .. 2^64-1; a negative seed wraps modulo 2^64 */
-            char *end;
-            errno = 0;
-            unsigned long long u = 0;
-            if (v[0] == '-') u = (unsigned long long)strtoll(v, &end, 10);
-            else u = v[0] == '+' ? (errno = EINVAL, 0) : strtoull(v, &end, 10);
-            ok = !errno && end != v && !*end && !(v[0] >= 'a' || v[0] == ' ');
-            if (!ok) fprintf(stderr, "train: --seed expects an integer from -2^63 to 2^64-1, got '%s'\n", v);
-            a->seed = u;
-        } else {
-            fprintf(stderr, "train: unknown flag %s\n", f);
-            return false;
-        }
-        if (!ok) return false;
+        a->seed = u;
     }
     if (a->save_every > 0 && !a->save) {
-        fprintf(stderr, "train: --save-every %ld needs --save FILE (where to save)\n", a->save_every);
+        fprintf(stderr, "train: --save-every %lld needs --save FILE (where to save)\n", a->save_every);
         return false;
     }
     if (a->dim % a->heads != 0) {
-        fprintf(stderr, "train: --dim (%ld) must be divisible by --heads (%ld)\n", a->dim, a->heads);
+        fprintf(stderr, "train: --dim (%lld) must be divisible by --heads (%lld)\n", a->dim, a->heads);
         return false;
     }
     return true;
@@ -222,27 +180,9 @@ static char *read_file(const char *path, size_t *len) {
     struct stat st;
     if (stat(path, &st) == 0 && S_ISFIFO(st.st_mode)) /* opening one blocks until something writes to it */
         fprintf(stderr, "train: --data %s is a FIFO: waiting for a writer\n", path);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "train: cannot open --data %s: %s\n", path, strerror(errno));
-        return NULL;
-    }
-    size_t cap = 1 << 16, n = 0;
-    char *buf = ac_malloc(cap);
-    for (;;) {
-        n += fread(buf + n, 1, cap - n, f);
-        if (n < cap) break;
-        buf = ac_realloc(buf, ac_size_mul(cap, 2));
-        cap *= 2;
-    }
-    int e = ferror(f) ? errno : 0;
-    fclose(f);
-    if (e || (n == 0 && e)) {
-        fprintf(stderr, "train: cannot read --data %s: %s\n", path, strerror(e ? e : EIO));
-        free(buf);
-        return NULL;
-    }
-    *len = n;
+    char err[1024];
+    char *buf = ac_read_file(path, len, err, sizeof err);
+    if (!buf) fprintf(stderr, "train: --data: %s\n", err);
     return buf;
 }
 
@@ -313,7 +253,7 @@ static const char *check_prompt(const Args *a, const CharText *ct, char buf[8]) 
         fprintf(stderr, "train: --prompt: %s%s not in the training text: skipped\n", missing,
                 skipped > 8 ? " and more are" : skipped > 1 ? " are" : " is");
     if (a->attention_svg && (long)kept > a->context)
-        fprintf(stderr, "train: --attention-svg shows the last %ld of the prompt's %zu characters (--context %ld)\n",
+        fprintf(stderr, "train: --attention-svg shows the last %lld of the prompt's %zu characters (--context %lld)\n",
                 a->context, kept, a->context);
     return a->prompt;
 }
@@ -513,7 +453,7 @@ int main(int argc, char **argv) {
     }
     run.ct = &ct;
     if (ct.n <= a.context) {
-        fprintf(stderr, "train: the text has %lld character%s; --context %ld needs more than that\n", (long long)ct.n,
+        fprintf(stderr, "train: the text has %lld character%s; --context %lld needs more than that\n", (long long)ct.n,
                 ct.n == 1 ? "" : "s", a.context);
         chartext_free(&ct);
         return 1;
@@ -558,7 +498,7 @@ int main(int argc, char **argv) {
         goto done;
     }
     if (step0 > LONG_MAX - a.steps) {
-        fprintf(stderr, "train: the checkpoint is at step %lld; %ld more steps would overflow the step count\n",
+        fprintf(stderr, "train: the checkpoint is at step %lld; %lld more steps would overflow the step count\n",
                 (long long)step0, a.steps);
         rc = 1;
         goto done;

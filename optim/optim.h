@@ -6,6 +6,7 @@
  *     opt = torch.optim.Adam(model.parameters(),    optim_Optimizer *opt = optim_Adam(nn_named_parameters(m),
  *                            lr=1e-3)                   1e-3, 0.9, 0.999, 1e-8, 0.0, false);
  *     opt.zero_grad(); loss.backward(); opt.step()   optim_zero_grad(opt); torch_backward(loss, NULL); optim_step(opt);
+ *     for g in opt.param_groups: g["lr"] = lr        opt->lr = lr;   (read at each step; the state is kept)
  *
  * The optimizer keeps its own (malloc'd) list of the parameters and its state;
  * optim_free releases them, not the parameters. */

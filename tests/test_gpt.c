@@ -175,6 +175,7 @@ typedef struct {
     int n_out, n_log;
     char *out[128];
     double log[2048];
+    char lr[2048][32]; /* appendix-d: each step's learning rate, as Python's repr wrote it */
 } Run;
 
 static int load_runs_from(Run *runs, int max, const char *file) {
@@ -193,7 +194,12 @@ static int load_runs_from(Run *runs, int max, const char *file) {
         } else if (!strncmp(line, "log ", 4)) {
             long step;
             double l;
-            ck_assert(sscanf(line + 4, "%ld %lf", &step, &l) == 2 && step == runs[n].n_log && runs[n].n_log < 2048);
+            char lr[32];
+            if (sscanf(line + 4, "%ld %31s %lf", &step, lr, &l) == 3) /* appendix-d's "step lr loss" */
+                snprintf(runs[n].lr[runs[n].n_log], sizeof runs[n].lr[0], "%s", lr);
+            else
+                ck_assert(sscanf(line + 4, "%ld %lf", &step, &l) == 2);
+            ck_assert(step == runs[n].n_log && runs[n].n_log < 2048);
             runs[n].log[runs[n].n_log++] = l;
         }
     }
@@ -290,6 +296,47 @@ static void check_runs(bool train, const char *mode, double log_tol, double rel_
     free_runs(runs, n);
     remove_dir(dir);
 }
+
+/* appendix-d against gpt.py appendix-d (tests/data/appendix_d_golden.txt): every printed line, each
+ * step's learning rate exactly (the schedule is double arithmetic, as Python's), its loss to log_tol */
+static void check_appendix_d(const char *mode, double log_tol, double ep_tol) {
+    static Run runs[4];
+    int n = load_runs_from(runs, 4, "appendix_d_golden.txt");
+    char *dir = temp_dir(), extra[600], log[512];
+    snprintf(log, sizeof log, "%s/log.txt", dir);
+    ck_assert_int_ge(n, 2);
+    for (int i = 0; i < n; i++) {
+        snprintf(extra, sizeof extra, "%s --log %s", mode, log);
+        char **lines;
+        int nl;
+        ck_assert_msg(run_gpt(runs[i].flags, extra, &lines, &nl) == 0, "gpt %s %s failed", runs[i].flags, mode);
+        ck_assert_msg(nl == runs[i].n_out, "gpt %s: %d lines, gpt.py printed %d", runs[i].flags, nl, runs[i].n_out);
+        for (int j = 0; j < nl; j++) compare_line(lines[j], runs[i].out[j], 0, ep_tol, runs[i].flags);
+        FILE *f = fopen(log, "r");
+        ck_assert(f != NULL);
+        long step;
+        char lr[32];
+        double l;
+        int k = 0;
+        while (fscanf(f, "step %ld lr %31s loss %lf\n", &step, lr, &l) == 3) {
+            ck_assert_msg(step == k && k < runs[i].n_log, "%s: log step %ld, want %d", runs[i].flags, step, k);
+            ck_assert_msg(!strcmp(lr, runs[i].lr[k]), "%s: step %ld lr %s, gpt.py's %s", runs[i].flags, step, lr, runs[i].lr[k]);
+            ck_assert_msg(fabs(l - runs[i].log[k]) <= log_tol, "%s: step %ld loss %.6f, gpt.py's %.6f", runs[i].flags, step,
+                          l, runs[i].log[k]);
+            k++;
+        }
+        fclose(f);
+        ck_assert_msg(k == runs[i].n_log, "%s: %d log lines, gpt.py has %d", runs[i].flags, k, runs[i].n_log);
+        free_lines(lines, nl);
+    }
+    free_runs(runs, n);
+    remove_dir(dir);
+}
+
+START_TEST(test_appendix_d_exact) { check_appendix_d("--exact", 1e-5, 0); }
+END_TEST
+START_TEST(test_appendix_d_fast) { check_appendix_d("", 1e-4, 2e-3); }
+END_TEST
 
 START_TEST(test_gpt_train_exact) { check_runs(true, "--exact", 1e-5, 1e-6, 0); }
 END_TEST
@@ -434,6 +481,63 @@ START_TEST(test_gpt_interrupt_and_resume) {
 END_TEST
 
 /* Bad input: one line saying what is wrong, exit 1 (2 for a flag), never a crash. */
+/* Every command against every flag that only other commands take: refused (exit 2) with the names
+ * of those that take it, before any work; never run with the flag dropped. The table is the
+ * specification (gpt --help): T train, G generate, K tokenize, D appendix-d. */
+START_TEST(test_gpt_flags_per_command) {
+    static const struct { const char *flag, *takers; } flags[] = {
+        {"--decode", "K"}, {"--special allow", "K"}, {"--context 8", "TGD"}, {"--emb-dim 8", "TGD"},
+        {"--heads 2", "TGD"}, {"--layers 1", "TGD"}, {"--drop 0", "TGD"}, {"--qkv-bias", "TGD"}, {"--seed 1", "TGD"},
+        {"--prompt Hi", "TGD"}, {"--sample-tokens 3", "TG"}, {"--train-ratio 0.5", "TD"}, {"--batch 2", "TD"},
+        {"--lr 0.1", "TD"}, {"--weight-decay 0", "TD"}, {"--epochs 1", "TD"}, {"--eval-freq 2", "TD"},
+        {"--eval-iter 2", "TD"}, {"--log L", "TD"}, {"--save S", "TD"}, {"--load F", "TGD"}, {"--plot P", "TD"},
+        {"--html H", "T"}, {"--gpt2 DIR", "G"}, {"--temperature 1", "G"}, {"--top-k 5", "G"}, {"--eos-id 1", "G"},
+        {"--no-kv-cache", "TGD"}, {"--warmup 0.5", "D"}, {"--initial-lr 0.1", "D"}, {"--min-lr 0", "D"},
+        {"--clip 1", "D"},
+    };
+    static const struct { char letter; const char *name; } commands[] = {
+        {'T', "train"}, {'G', "generate"}, {'K', "tokenize"}, {'D', "appendix-d"}};
+    char cmd[1024], *out;
+    int refused = 0;
+    for (size_t c = 0; c < 4; c++)
+        for (size_t k = 0; k < sizeof flags / sizeof *flags; k++) {
+            if (strchr(flags[k].takers, commands[c].letter)) continue;
+            char name[32];
+            sscanf(flags[k].flag, "%31s", name);
+            snprintf(cmd, sizeof cmd, "%s/gpt %s %s </dev/null 2>&1", build_dir(), commands[c].name, flags[k].flag);
+            int rc = run_command(cmd, &out);
+            char want[128];
+            snprintf(want, sizeof want, "gpt: %s goes with ", name);
+            ck_assert_msg(rc == 2 && strstr(out, want) && strstr(out, commands[c].name),
+                          "gpt %s %s: rc %d, want 2 and '%s...': %s", commands[c].name, flags[k].flag, rc, want, out);
+            for (const char *t = flags[k].takers; *t; t++) /* it names every command that takes the flag */
+                for (size_t o = 0; o < 4; o++)
+                    if (commands[o].letter == *t)
+                        ck_assert_msg(strstr(out, commands[o].name), "gpt %s %s: '%s' does not name %s", commands[c].name,
+                                      flags[k].flag, out, commands[o].name);
+            free(out);
+            refused++;
+        }
+    ck_assert_int_ge(refused, 50);
+    /* the flags that depend on another: --data without training, the sizes with --gpt2, a second input */
+    static const struct { const char *args, *needle; } more[] = {
+        {"generate --data x", "--data goes with train and appendix-d (or with --tokenizer train:N"},
+        {"tokenize --data x", "--data goes with train and appendix-d"},
+        {"generate --gpt2 DIR --emb-dim 8", "--emb-dim is not used with --gpt2"},
+        {"train extra.txt", "train takes no input file"},
+        {"fly", "unknown command 'fly'"},
+        {"appendix-d --warmup 1", "--warmup 1 is the share"},
+        {"appendix-d --min-lr 0.01", "--min-lr 0.01 is above the peak learning rate --lr 0.001"},
+    };
+    for (size_t k = 0; k < sizeof more / sizeof *more; k++) {
+        snprintf(cmd, sizeof cmd, "%s/gpt %s </dev/null 2>&1", build_dir(), more[k].args);
+        int rc = run_command(cmd, &out);
+        ck_assert_msg(rc == 2 && strstr(out, more[k].needle), "gpt %s: rc %d: %s", more[k].args, rc, out);
+        free(out);
+    }
+}
+END_TEST
+
 START_TEST(test_gpt_refusals) {
     char *dir = temp_dir(), cmd[4096], *out, path[600];
     snprintf(path, sizeof path, "%s/short.txt", dir);
@@ -584,10 +688,13 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_kv_cache_same_bits);
     tcase_add_test(tc, test_gpt_train_exact);
     tcase_add_test(tc, test_gpt_train_fast);
+    tcase_add_test(tc, test_appendix_d_exact);
+    tcase_add_test(tc, test_appendix_d_fast);
     tcase_add_test(tc, test_gpt_generate);
     tcase_add_test(tc, test_gpt_resume);
     tcase_add_test(tc, test_gpt_prompt_from_stdin);
     tcase_add_test(tc, test_gpt_refusals);
+    tcase_add_test(tc, test_gpt_flags_per_command);
     tcase_add_test(tc, test_gpt_interrupt_and_resume);
     tcase_add_test(tc, test_gpt2_weights);
     suite_add_tcase(s, tc);
