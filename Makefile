@@ -55,7 +55,7 @@ PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm
             nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: FORCE all test deps test-plain test-asan run chapter5 bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
+.PHONY: FORCE all test deps test-plain test-asan run chapter5 appendix-d readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS) $(B)/flags
@@ -160,6 +160,17 @@ chapter5: $(B)/gpt
 	diff -u tests/data/chapter5_expected.txt $(B)/chapter5.txt && echo "chapter 5: the book's lines, exactly"
 	./$(B)/gpt generate --tokenizer ../shared/data/gpt2 | tee $(B)/chapter4.txt
 	[ "$$(cat $(B)/chapter4.txt)" = "Output text: Hello, I am Featureiman Byeswickattribute argue" ] && echo "chapter 4: the book's line"
+
+# The book's appendix D run (gpt.py appendix-d's defaults: the 124M GPT on the-verdict, 15 epochs with a
+# warmup, cosine decay and clipping): its lines must be the book's (tests/data/appendix_d_expected.txt).
+appendix-d: $(B)/gpt
+	./$(B)/gpt appendix-d --tokenizer ../shared/data/gpt2 --data ../shared/data/the-verdict.txt > $(B)/appendix-d.txt
+	diff -u tests/data/appendix_d_expected.txt $(B)/appendix-d.txt && echo "appendix D: the book's lines, exactly"
+
+# Every fenced shell block that a README marks runnable (<!-- runnable --> on the line before it), run
+# with bash -e in a fresh clone of the committed tree, with ../shared beside it (tests/readme_commands.sh).
+readme-check:
+	sh tests/readme_commands.sh
 
 bench: $(B)/bench
 	./$(B)/bench
