@@ -37,6 +37,34 @@
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
 
+/* Where a default file is, found as a user means it: under $AC_SHARED when that is set; else
+ * ../shared from here; else ../shared beside the checkout this program was built in (build/gpt's
+ * ../../shared), so that ./build/gpt runs from any directory. rel is under shared/; the result is
+ * static storage, or the plain relative path when none of them has it. */
+static const char *default_path(const char *rel, char *buf, size_t n) {
+    struct stat st;
+    const char *env = getenv("AC_SHARED");
+    if (env && *env) {
+        snprintf(buf, n, "%s/%s", env, rel);
+        return buf;
+    }
+    snprintf(buf, n, "../shared/%s", rel);
+    if (stat(buf, &st) == 0) return buf;
+#ifdef __linux__
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(buf, n, "%s/../../shared/%s", exe, rel);
+        if (stat(buf, &st) == 0) return buf;
+    }
+#endif
+    snprintf(buf, n, "../shared/%s", rel);
+    return buf;
+}
+
 static void usage(FILE *f) {
     fprintf(f,
             "usage: gpt COMMAND [flags]   The book's GPT (Build a Large Language Model (From Scratch)) in C.\n"
@@ -115,6 +143,7 @@ typedef struct {
     double warmup, initial_lr, min_lr, clip; /* appendix-d */
     char warmup_text[32];
     int cmd;                                 /* the command's index in commands[] */
+    bool given_context, given_emb_dim, given_heads, given_layers, given_drop; /* against a --load file's config */
 } Flags;
 
 static int bad_flags(const char *fmt, const char *arg) {
@@ -134,7 +163,9 @@ static const char *const commands[] = {"train", "generate", "tokenize", "appendi
 
 /* 0, or the exit status for a usage error (after the message). */
 static int parse_flags(int argc, char **argv, Flags *a) {
-    *a = (Flags){.tokenizer = DEFAULT_TOKENIZER, .data = DEFAULT_DATA, .context = -1, .emb_dim = 768, .heads = 12,
+    static char tok_default[4200], data_default[4200];
+    *a = (Flags){.tokenizer = default_path("data/gpt2", tok_default, sizeof tok_default),
+                 .data = default_path("data/the-verdict.txt", data_default, sizeof data_default), .context = -1, .emb_dim = 768, .heads = 12,
                  .layers = 12, .seed = 123, .batch = 2, .epochs = -1, .eval_freq = 5, .eval_iter = -1,
                  .sample_tokens = -1, .top_k = -1, .eos_id = -1, .drop = 0.1, .train_ratio = 0.90, .lr = NAN,
                  .weight_decay = 0.1, .temperature = 0.0, .warmup = 0.2, .initial_lr = 1e-5, .min_lr = 1e-5, .clip = 1.0};
@@ -212,7 +243,17 @@ static int parse_flags(int argc, char **argv, Flags *a) {
             if (cli_given(&spec, &args, sizes[k]))
                 return bad_flags("%s is not used with --gpt2: the model's sizes come from its config.json", sizes[k]);
     }
-    a->context_given = cli_given(&spec, &args, "--context");
+    if (a->gpt2 && !cli_given(&spec, &args, "--tokenizer")) { /* a Hugging Face directory carries its tokenizer */
+        static char hf[4200];
+        struct stat st;
+        snprintf(hf, sizeof hf, "%s/vocab.json", a->gpt2);
+        if (stat(hf, &st) == 0) a->tokenizer = a->gpt2;
+        snprintf(hf, sizeof hf, "%s/encoder.json", a->gpt2);
+        if (stat(hf, &st) == 0) a->tokenizer = a->gpt2;
+    }
+    a->context_given = a->given_context = cli_given(&spec, &args, "--context");
+    a->given_emb_dim = cli_given(&spec, &args, "--emb-dim"), a->given_heads = cli_given(&spec, &args, "--heads");
+    a->given_layers = cli_given(&spec, &args, "--layers"), a->given_drop = cli_given(&spec, &args, "--drop");
     if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
     bool train = a->cmd == TRAIN, appd = a->cmd == APPENDIX_D;
     if (a->context < 0) a->context = train || appd ? 256 : 1024;               /* a.context or (256 if train else 1024) */
@@ -267,6 +308,10 @@ static Tokenizer *make_tokenizer(const Flags *a) {
                     (long long)tokenizer_n_merges(tok), (long long)tokenizer_n_vocab(tok));
     } else {
         tok = tokenizer_load(a->tokenizer, err, sizeof err);
+        if (!tok && strstr(err, "are needed")) { /* say which flag names the directory */
+            size_t k = strlen(err);
+            snprintf(err + k, sizeof err - k, " (--tokenizer DIR names another)");
+        }
     }
     if (!tok) fprintf(stderr, "gpt: %s\n", err);
     else if (a->save_tokenizer && !tokenizer_save(tok, a->save_tokenizer, err, sizeof err)) {
@@ -428,6 +473,38 @@ static const char *py_3f(double x, char buf[40]) {
 static nn_GPTConfig config(const Flags *a) {
     return (nn_GPTConfig){.vocab_size = 50257, .context_length = a->context, .emb_dim = a->emb_dim,
                           .n_heads = a->heads, .n_layers = a->layers, .drop_rate = a->drop, .qkv_bias = a->qkv_bias};
+}
+
+/* config(a); with --load FILE, the config FILE records (read from its header before anything is built),
+ * a model flag that says otherwise an error naming both. A file without one (a state_dict saved
+ * elsewhere) takes the flags. */
+static bool model_config(const Flags *a, nn_GPTConfig *cfg) {
+    *cfg = config(a);
+    if (!a->load) return true;
+    nn_GPTConfig f;
+    bool has;
+    char err[768];
+    if (!nn_GPTModel_config_of(a->load, &f, &has, err, sizeof err)) {
+        fprintf(stderr, "gpt: --load %s\n", err);
+        return false;
+    }
+    if (!has) return true;
+    const struct { const char *flag, *name; bool given; double mine, file; } k[] = {
+        {"--context", "context_length", a->given_context, (double)cfg->context_length, (double)f.context_length},
+        {"--emb-dim", "emb_dim", a->given_emb_dim, (double)cfg->emb_dim, (double)f.emb_dim},
+        {"--heads", "n_heads", a->given_heads, (double)cfg->n_heads, (double)f.n_heads},
+        {"--layers", "n_layers", a->given_layers, (double)cfg->n_layers, (double)f.n_layers},
+        {"--drop", "drop_rate", a->given_drop, cfg->drop_rate, f.drop_rate},
+        {"--qkv-bias", "qkv_bias", a->qkv_bias, (double)cfg->qkv_bias, (double)f.qkv_bias},
+    };
+    for (size_t i = 0; i < sizeof k / sizeof *k; i++)
+        if (k[i].given && k[i].mine != k[i].file) {
+            fprintf(stderr, "gpt: %s %g contradicts --load %s, whose model has %s %g\n", k[i].flag, k[i].mine, a->load,
+                    k[i].name, k[i].file);
+            return false;
+        }
+    *cfg = f;
+    return true;
 }
 
 static bool check_config(nn_GPTConfig cfg) {
@@ -858,15 +935,19 @@ static void appendix_d_gradients(nn_GPTModel *model, const DataLoader *train_loa
  * appendix's lines (the schedule, the clipping) where a->cmd says so. */
 static int cmd_train(const Flags *a) {
     bool appd = a->cmd == APPENDIX_D;
-    nn_GPTConfig cfg = config(a);                                                 /* cfg = config(a) */
-    if (!check_config(cfg) || !check_output("--save", a->save) || !check_output("--plot", a->plot) ||
-        !check_output("--log", a->log))
+    nn_GPTConfig cfg;                                                             /* cfg = config(a) */
+    if (!model_config(a, &cfg) || !check_config(cfg) || !check_output("--save", a->save) || !check_output("--plot", a->plot))
         return 1;
+    FILE *log = NULL; /* written in place, line by line: opened before any work, so that a bad path fails now */
+    if (a->log && !(log = fopen(a->log, a->load ? "a" : "w"))) {                 /* log = open(a.log, "w") */
+        fprintf(stderr, "gpt: cannot open --log %s: %s\n", a->log, strerror(errno));
+        return 1;
+    }
     Tokenizer *tok = make_tokenizer(a);                                           /* tokenizer = GPT2Tokenizer(a.tokenizer) */
-    if (!tok) return 1;
     size_t len;
-    char *text = read_input(a->data, &len);                                       /* with open(a.data, encoding="utf-8") as f: */
+    char *text = tok ? read_input(a->data, &len) : NULL;                          /* with open(a.data, encoding="utf-8") as f: */
     if (!text) {
+        if (log) fclose(log);
         tokenizer_free(tok);
         return 1;
     }
@@ -875,7 +956,6 @@ static int cmd_train(const Flags *a) {
     char err[768], fb[40];
     nn_GPTModel *model = NULL;
     optim_Optimizer *opt = NULL;
-    FILE *log = NULL;
     Curve curve = {0};
     DataLoader train_loader = {0}, val_loader = {0};
     DataLoaderIter it = {0};
@@ -939,10 +1019,6 @@ static int cmd_train(const Flags *a) {
     nn_train(&model->module, true);       /* are still untouched; so the generator goes where that leaves it  */
     opt = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false);
     if (a->load && !load_run(a->load, model, opt, &pos, &it, &curve)) goto done; /* AdamW(model.parameters(), lr, weight_decay) */
-    if (a->log && !(log = fopen(a->log, a->load ? "a" : "w"))) {                 /* log = open(a.log, "w") */
-        fprintf(stderr, "gpt: cannot open --log %s: %s\n", a->log, strerror(errno));
-        goto done;
-    }
     catch_signals();
     double tokens_per_epoch = (double)(n_train * a->batch * a->context);
     Live live = {isatty(2) && !getenv("AC_NO_LIVE"), now_seconds(), n_train * a->epochs, pos.global_step + 1};
@@ -994,8 +1070,10 @@ static int cmd_train(const Flags *a) {
         pos.epoch = epoch + 1, pos.batches_done = -1; /* the next epoch, from its start */
     }
     live_clear(&live);
-    if (log && fclose(log) != 0) {                                                /* log.close() */
-        fprintf(stderr, "gpt: writing --log %s failed\n", a->log);
+    bool log_bad = false; /* flushed, checked and closed, in this order, whatever fails */
+    if (log) log_bad = fflush(log) != 0, log_bad = ferror(log) || log_bad, log_bad = fclose(log) != 0 || log_bad;
+    if (log_bad) {           /* log.close() */
+        fprintf(stderr, "gpt: writing --log %s failed: %s\n", a->log, strerror(errno ? errno : EIO));
         rc = 1;
     }
     log = NULL;
@@ -1070,8 +1148,8 @@ static bool on_token(int64_t token, void *ctx) {
 }
 
 static int cmd_generate(const Flags *a) {
-    nn_GPTConfig cfg = config(a);
-    if (!a->gpt2 && !check_config(cfg)) return 1;
+    nn_GPTConfig cfg;
+    if (!a->gpt2 && (!model_config(a, &cfg) || !check_config(cfg))) return 1;
     if (a->gpt2 && a->load) {
         fprintf(stderr, "gpt: --gpt2 and --load both give the weights: one of them\n");
         return 1;
@@ -1094,7 +1172,7 @@ static int cmd_generate(const Flags *a) {
         prompt = prompt_in;
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    int64_t context = a->context;
+    int64_t context = a->gpt2 ? a->context : cfg.context_length; /* a --load file's, when it records one */
     nn_GPTModel *model;
     if (a->gpt2) {                                                                /* model = GPTModel(cfg); load_weights_into_gpt(model, params) */
         char err[768];

@@ -87,8 +87,8 @@ def main():
     p.add_argument('command', choices=['continue', 'gpt'])
     p.add_argument('ckpt')
     p.add_argument('--data')
-    p.add_argument('--prompt', default='Every effort moves you')
-    p.add_argument('--sample-tokens', type=int, default=10)
+    p.add_argument('--prompt', default='Hello, I am')          # gpt generate's defaults: the same line
+    p.add_argument('--sample-tokens', type=int, default=6)
     p.add_argument('--steps', type=int, default=10)
     p.add_argument('--batch', type=int, default=16)
     p.add_argument('--lr', type=float, default=1e-3)

@@ -434,6 +434,7 @@ int main(int argc, char **argv) {
     ac_set_exact(a.exact);
     size_t len = 0;
     char *text = NULL;
+    bool demo = false; /* the built-in text with the demo's step count */
     if (a.data) {
         if (!(text = read_file(a.data, &len))) return 1;
     } else {
@@ -441,7 +442,7 @@ int main(int argc, char **argv) {
         text = ac_malloc(len);
         memcpy(text, builtin_text, len);
         if (!a.sample_given) a.sample = 300;
-        if (!a.steps_given) a.steps = 1500; /* the demo: enough steps for a sample that reads like words (~3 s) */
+        if (!a.steps_given) a.steps = 1500, demo = true; /* the demo: enough steps for a sample that reads like words (~3 s) */
     }
     CharText ct;
     char err[512];
@@ -540,7 +541,7 @@ int main(int argc, char **argv) {
             double left = el / done_steps * (double)(last_step - s);
             printf("\rstep %ld/%ld  loss %s  %.0f tokens/s  %.1f s left   ", s, last_step, ls, tps, left);
             fflush(stdout);
-        } else {
+        } else if (!demo || s % 100 == 0 || s == last_step) { /* the demo (make run): every 100th step */
             printf("step %ld loss %s\n", s, ls);                       /* print(f"step {step} loss {loss.item():.6f}") */
         }
         ac_arena_release(m);
@@ -572,8 +573,10 @@ int main(int argc, char **argv) {
         }
     }
 done:
-    if (log && fclose(log) != 0) {
-        fprintf(stderr, "train: writing --log %s failed\n", a.log);
+    bool log_bad = false; /* flushed, checked and closed, in this order, whatever fails */
+    if (log) log_bad = fflush(log) != 0, log_bad = ferror(log) || log_bad, log_bad = fclose(log) != 0 || log_bad;
+    if (log_bad) {
+        fprintf(stderr, "train: writing --log %s failed: %s\n", a.log, strerror(errno ? errno : EIO));
         rc = 1;
     }
     free(curve.step), free(curve.loss), free(curve.mean);

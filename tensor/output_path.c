@@ -38,8 +38,18 @@ bool ac_output_path_check(const char *path, bool try_write, char *err, size_t er
     memcpy(tmp + n, ".tmp", 5);
     FILE *f = stat(tmp, &st) == 0 && !S_ISREG(st.st_mode) ? NULL : fopen(tmp, "wb");
     int e = f ? 0 : errno ? errno : EINVAL;
-    if (f) fclose(f), remove(tmp);
-    else snprintf(err, errlen, "cannot write %s (%s: %s)", path, tmp, strerror(e));
+    if (f) {
+        fclose(f), remove(tmp);
+    } else { /* the cause, in the words of the place: a missing directory, or one that takes no new file */
+        char *slash = strrchr(tmp, '/');
+        if (slash == tmp) slash[1] = 0;
+        else if (slash) *slash = 0;
+        const char *dir = slash ? tmp : ".";
+        if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+            snprintf(err, errlen, "cannot write %s: the directory %s does not exist", path, dir);
+        else
+            snprintf(err, errlen, "cannot write %s: cannot create a file in %s (%s)", path, dir, strerror(e));
+    }
     free(tmp);
     errno = e;
     return f != NULL;

@@ -406,12 +406,17 @@ START_TEST(test_gpt_resume) {
     ck_assert_int_eq(n2, runs[r].n_out - k);
     for (int j = 0; j < n2; j++) compare_line(l2[j], runs[r].out[k + j], 1e-6, 0, "resumed");
     check_log(log2, runs[r].log, steps1, runs[r].n_log, 1e-5, "the resumed log");
-    /* a checkpoint of another config is refused with both configs named, before anything runs */
+    /* a model flag that contradicts the checkpoint's config is refused with both named, before anything runs */
     char cmd[2048], *out;
     snprintf(cmd, sizeof cmd, "%s/gpt train --data %s --tokenizer %s --layers 1 --emb-dim 8 --heads 2 --context 12 "
              "--load %s/ck.safetensors 2>&1", build_dir(), data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), dir);
     ck_assert_int_eq(run_command(cmd, &out), 1);
-    ck_assert_msg(strstr(out, "another config") && strstr(out, "emb_dim 24") && strstr(out, "emb_dim 8"), "%s", out);
+    ck_assert_msg(strstr(out, "--emb-dim 8 contradicts --load") && strstr(out, "emb_dim 24"), "%s", out);
+    free(out);
+    /* without model flags the checkpoint's config is the model's (generate's default context, 1024, is not) */
+    snprintf(cmd, sizeof cmd, "%s/gpt generate --tokenizer %s --sample-tokens 3 --load %s/ck.safetensors 2>&1", build_dir(),
+             shared_path("data/gpt2"), dir);
+    ck_assert_msg(run_command(cmd, &out) == 0 && !strncmp(out, "Output text: Hello, I am", 24), "%s", out);
     free(out);
     free_lines(l1, n1);
     free_lines(l2, n2);

@@ -307,7 +307,7 @@ START_TEST(test_flags_and_builtin_text) {
         {"--context 9223372036854775807", 1, "--context 9223372036854775807 needs more than that"},
         {"--lr 1e300", 2, "--lr 1e300 is not finite in float32"},
         {"--seed 18446744073709551616", 2, "--seed expects an integer from -2^63 to 2^64-1"},
-        {"--save /nonexistent/dir/ck.safetensors", 1, "train: --save: cannot write /nonexistent/dir/ck.safetensors (/nonexistent/dir/ck.safetensors.tmp: No such file or directory)"},
+        {"--save /nonexistent/dir/ck.safetensors", 1, "train: --save: cannot write /nonexistent/dir/ck.safetensors: the directory /nonexistent/dir does not exist"},
         {"--attention flash", 2, "--attention expects fused or explicit, got 'flash'"},
         {"--threads 0", 2, "--threads expects an integer >= 1"},
     };

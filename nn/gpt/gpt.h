@@ -144,6 +144,10 @@ bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt
  * state and rng_state when opt is given. Then, only when all of it fits, copies the weights (and
  * the optimizer state and the generator). False and the reason (a key's name, the two configs) in err,
  * nothing changed. */
+/* The config a checkpoint of nn_GPTModel_save records, read from its header alone (no weights):
+ * *has_config false for a file without one (a state_dict saved elsewhere); false with a message for
+ * a file that is not safetensors, or a checkpoint of something else. */
+bool nn_GPTModel_config_of(const char *path, nn_GPTConfig *cfg, bool *has_config, char *err, size_t errlen);
 bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
                       size_t errlen);
 

@@ -44,6 +44,24 @@ static bool parse_config(const char *s, nn_GPTConfig *c) {
     return true;
 }
 
+bool nn_GPTModel_config_of(const char *path, nn_GPTConfig *cfg, bool *has_config, char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    safetensors_File f;
+    bool ok = safetensors_load_header(path, &f, err, errlen);
+    const char *format = ok ? safetensors_meta(&f, "format") : NULL, *cs = ok ? safetensors_meta(&f, "config") : NULL;
+    *has_config = false;
+    if (ok && format && strcmp(format, FORMAT) != 0) {
+        snprintf(err, errlen, "%s is a checkpoint of \"%.60s\", not of the book's GPTModel", path, format);
+        ok = false;
+    } else if (ok && format) {
+        ok = cs && parse_config(cs, cfg);
+        if (!ok) snprintf(err, errlen, "%s: the metadata's \"config\" is missing or not 7 numbers", path);
+        *has_config = ok;
+    }
+    ac_arena_release(m);
+    return ok;
+}
+
 bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
                       size_t errlen) {
     if (!safetensors_load(path, f, err, errlen)) return false;

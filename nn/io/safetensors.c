@@ -475,7 +475,7 @@ fail:
 }
 
 /* Read the header, parse it (step 2: parse_header, check_ranges), read the tensors. */
-bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
+static bool load(const char *path, bool tensors, safetensors_File *out, char *err, size_t errlen) {
     memset(out, 0, sizeof *out);
     char why[400];
     struct stat st;
@@ -493,7 +493,7 @@ bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t
     Cur c = {hdr, hdr + hlen};
     if (!parse_header(&c, out, &es, &n, why, sizeof why)) FAIL("%s: %s", path, why);
     if (!check_ranges(es, n, data_len, why, sizeof why)) FAIL("%s: %s", path, why);
-    if (!read_tensors(f, path, 8 + hlen, es, n, &out->tensors, err, errlen)) goto failed;
+    if (tensors && !read_tensors(f, path, 8 + hlen, es, n, &out->tensors, err, errlen)) goto failed;
     free(hdr);
     fclose(f);
     return true;
@@ -503,6 +503,14 @@ failed:
     fclose(f);
     memset(out, 0, sizeof *out);
     return false;
+}
+
+bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen) {
+    return load(path, true, out, err, errlen);
+}
+
+bool safetensors_load_header(const char *path, safetensors_File *out, char *err, size_t errlen) {
+    return load(path, false, out, err, errlen);
 }
 
 const char *safetensors_meta(const safetensors_File *f, const char *key) {
