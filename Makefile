@@ -27,7 +27,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 HDRS     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
-EXAMPLES := article train bench minimal gpt
+EXAMPLES := article train bench minimal gpt appendix_a
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
@@ -87,6 +87,12 @@ $(B)/gen/article_sources.h: examples/article.c nn/attention.c examples/embed_sou
 	{ ./$(B)/embed_source article_c_source examples/article.c && \
 	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
+$(B)/appendix_a: $(B)/gen/appendix_a_sources.h
+$(B)/gen/appendix_a_sources.h: examples/appendix_a.c examples/embed_source.c
+	@mkdir -p $(dir $@)
+	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source_appendix_a
+	./$(B)/embed_source_appendix_a appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
+
 $(B)/gpt: $(B)/gen/gpt_sources.h
 $(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c examples/embed_source.c
 	@mkdir -p $(dir $@)
@@ -95,14 +101,33 @@ $(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c examples/embe
 	  ./$(B)/embed_source_gpt gpt_model_source nn/gpt/gpt.c && \
 	  ./$(B)/embed_source_gpt gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
-$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
+$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
 
+# make test: the suite, then the same suite under ASan+UBSan, each pass named; the builds' command
+# lines kept out of sight (the sanitizer build's in build/asan/build.log, shown if it fails); at the
+# end both summaries, the time, and one line of what passed.
+ASAN_BUILD = $(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests build/asan/bench
+ASAN_ENV   = AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1
 test: deps
-	@$(MAKE) --no-print-directory test-plain
-	@$(MAKE) --no-print-directory test-asan
+	@t0=$$(date +%s); \
+	echo "make test, pass 1 of 2: the Check suite (plain build)"; \
+	$(MAKE) -s --no-print-directory $(B)/tests || exit 1; \
+	{ AC_BUILD=$(B) ./$(B)/tests; echo $$? > $(B)/test-plain.rc; } 2>&1 | tee $(B)/test-plain.log; \
+	echo "make test, pass 2 of 2: the same suite under ASan+UBSan (its build's commands: build/asan/build.log)"; \
+	mkdir -p build/asan; \
+	$(ASAN_BUILD) > build/asan/build.log 2>&1 || { tail -30 build/asan/build.log; exit 1; }; \
+	ASAN_OPTIONS=detect_leaks=1 ./build/asan/bench article >/dev/null || exit 1; \
+	{ $(ASAN_ENV) ./build/asan/tests; echo $$? > build/asan/test.rc; } 2>&1 | tee build/asan/test.log; \
+	plain=$$(grep 'Checks:' $(B)/test-plain.log | tail -1); asan=$$(grep 'Checks:' build/asan/test.log | tail -1); \
+	echo "make test: plain: $$plain"; echo "make test: ASan+UBSan: $$asan"; \
+	echo "make test: took $$(( $$(date +%s) - t0 )) s"; \
+	echo "$$plain $$asan" | awk '{ for (i = 1; i <= NF; i++) { v = $$(i + 1); sub(",", "", v); \
+	  if ($$i == "Checks:") n += v; if ($$i == "Failures:" || $$i == "Errors:") f += v } } \
+	  END { printf "test: %d passed, %d failed\n", n - f, f }'; \
+	[ "$$(cat $(B)/test-plain.rc)" = 0 ] && [ "$$(cat build/asan/test.rc)" = 0 ]
 
 # The tests need Check (and pkg-config to find it). As root on Debian/Ubuntu
 # they are installed on the spot; elsewhere this says what to install.
@@ -122,9 +147,9 @@ test-plain: $(B)/tests
 
 # the examples run inside the suite (article, train); bench's article workload here
 test-asan:
-	$(MAKE) --no-print-directory B=build/asan OPT="-O1 -g $(SAN)" LDFLAGS="$(SAN)" build/asan/tests build/asan/bench
+	$(ASAN_BUILD)
 	ASAN_OPTIONS=detect_leaks=1 ./build/asan/bench article >/dev/null
-	AC_BUILD=build/asan ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1 ./build/asan/tests
+	$(ASAN_ENV) ./build/asan/tests
 
 # valgrind over the test suite (each forked test exits non-zero on an error or
 # a leak, which Check reports as a failure) and over the examples
@@ -134,8 +159,9 @@ VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=d
 valgrind: valgrind-suite valgrind-examples valgrind-gpt
 valgrind-suite: deps $(B)/tests
 	AC_BUILD=$(B) $(VG) ./$(B)/tests
-valgrind-examples: $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt
+valgrind-examples: $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a
 	$(VG) ./$(B)/article >/dev/null
+	$(VG) ./$(B)/appendix_a --html $(B)/vg-appendix-a.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --sample 20 >/dev/null
 	$(VG) ./$(B)/bench article >/dev/null
 	$(VG) ./$(B)/minimal >/dev/null
@@ -150,7 +176,8 @@ valgrind-gpt: $(B)/gpt
 	$(VG) ./$(B)/gpt generate --tokenizer ../shared/data/gpt2 --layers 1 --emb-dim 8 --heads 2 --context 16 \
 	  --load $(B)/vg-gpt.safetensors --temperature 1 --top-k 5 --sample-tokens 3 >/dev/null
 
-run: $(B)/train
+# builds everything README's next lines run, then the toy model's demo (every 100th step, a sample)
+run: all
 	./$(B)/train
 
 # The book's chapter 5 run (and chapter 4's greedy line of the untrained 124M model), with gpt.py's defaults (GPT_CONFIG_124M at context 256 on the-verdict,

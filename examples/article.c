@@ -368,38 +368,9 @@ int main(int argc, char **argv) {
         ac_shutdown();
         return ac_finish_output("article", 0);
     }
-    /* --html: run the article with stdout going to a temporary file, so that
-     * each section knows where its output starts; then print it as usual. */
-    FILE *page = fopen(html, "wb");
-    FILE *cap = tmpfile();
-    int saved = dup(1);
-    if (!page || !cap || saved < 0) {
-        fprintf(stderr, "article: cannot write %s: %s\n", html, strerror(errno));
-        return 1;
-    }
-    fflush(stdout);
-    dup2(fileno(cap), 1);
     pic.html = true;
-    article();
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    long n = lseek(fileno(cap), 0, SEEK_END);
-    char *out = malloc((size_t)n + 1);
-    rewind(cap);
-    if (!out || fread(out, 1, (size_t)n, cap) != (size_t)n) {
-        fprintf(stderr, "article: cannot read back the output\n");
-        return 1;
-    }
-    fclose(cap);
-    fwrite(out, 1, (size_t)n, stdout);
-    write_page(page, out, (size_t)n);
-    free(out);
-    bool ok = !ferror(page);
-    if (fclose(page) != 0 || !ok) {
-        fprintf(stderr, "article: writing %s failed\n", html);
-        return 1;
-    }
+    int rc = ac_page_of_run("article", html, article, write_page); /* the run's output, section by section, on the page */
+    if (rc) return rc;
     ac_shutdown();
     return ac_finish_output("article", 0);
 }

@@ -190,3 +190,9 @@ Tensor *nn_Sequential_forward(nn_Sequential *self, Tensor *x) { /* for module in
     for (int i = 0; i < self->module.n_children; i++) x = nn_forward(self->module.children[i].m, x);
     return x;
 }
+
+nn_Module *nn_Sequential_get(nn_Sequential *self, int i) {
+    int n = self->module.n_children;
+    if (i < -n || i >= n) ac_raise(AC_INDEX_ERROR, "Sequential: index %d is out of range", i);
+    return self->module.children[i < 0 ? i + n : i].m;
+}

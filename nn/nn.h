@@ -37,6 +37,9 @@ extern "C" {
 typedef struct nn_Module nn_Module;
 #define NN_MODULE_MAGIC 0x6e6e4d6fu
 typedef Tensor *(*nn_forward_fn)(nn_Module *m, Tensor *x);
+/* A module's extra_repr(): what its repr shows inside the parentheses ("in_features=2, ..."),
+ * an arena string; NULL (or no function) for none. */
+typedef char *(*nn_extra_repr_fn)(nn_Module *m);
 
 typedef struct { char *name; Tensor *t; } nn_Named;
 typedef struct { char *name; nn_Module *m; } nn_Child;
@@ -50,6 +53,7 @@ struct nn_Module {
     int n_params, n_buffers, n_children;
     nn_Named *params, *buffers;
     nn_Child *children;
+    nn_extra_repr_fn extra_repr; /* NULL: none, as nn.Module's default */
 };
 
 /* A list of named tensors (arena): what named_parameters() / state_dict() give. */
@@ -76,6 +80,21 @@ Tensor *nn_clip_grad_norm_(nn_TensorList parameters, double max_norm, double nor
 void nn_train(nn_Module *m, bool mode);
 void nn_eval(nn_Module *m);
 void nn_free(nn_Module *m); /* its parameters, buffers and submodules, and the struct if nn_module_new made it */
+/* repr(model) and print(model), as nn.Module.__repr__: the type, its extra_repr, then each child
+ * as "(name): repr" indented by two spaces:
+ *     NeuralNetwork(
+ *       (layers): Sequential(
+ *         (0): Linear(in_features=50, out_features=30, bias=True)
+ *         (1): ReLU()
+ *     ...                                                   (nn_module_repr: an arena string) */
+char *nn_module_repr(nn_Module *m);
+void nn_print(nn_Module *m);
+/* For an extra_repr of your own: printf into an arena string. */
+char *nn_repr_printf(const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 1, 2)))
+#endif
+    ;
 
 /* ---- layers ------------------------------------------------------------------- */
 
@@ -100,6 +119,31 @@ typedef struct { nn_Module module; } nn_GELU;
 nn_GELU *nn_GELU_new(void);
 Tensor *nn_GELU_forward(nn_GELU *self, Tensor *x);
 
+/* The activations and shape layers (nn/activations.c), each a module for nn_Sequential:
+ *     nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.SiLU()   nn_ReLU_new(), nn_Tanh_new(), nn_Sigmoid_new(), nn_SiLU_new()
+ *     nn.Softmax(dim=1)                              nn_Softmax_new(1)
+ *     nn.Flatten()  (start_dim=1, end_dim=-1)        nn_Flatten_new(1, -1)
+ * Their forwards are torch_relu, torch_tanh, torch_sigmoid, torch_silu, torch_softmax(x, dim) and
+ * torch_flatten(x, start_dim, end_dim); their reprs PyTorch's (ReLU(), Softmax(dim=1), ...). */
+typedef struct { nn_Module module; } nn_ReLU;
+typedef struct { nn_Module module; } nn_Tanh;
+typedef struct { nn_Module module; } nn_Sigmoid;
+typedef struct { nn_Module module; } nn_SiLU;
+typedef struct { nn_Module module; int64_t dim; } nn_Softmax;
+typedef struct { nn_Module module; int64_t start_dim, end_dim; } nn_Flatten;
+nn_ReLU *nn_ReLU_new(void);
+nn_Tanh *nn_Tanh_new(void);
+nn_Sigmoid *nn_Sigmoid_new(void);
+nn_SiLU *nn_SiLU_new(void);
+nn_Softmax *nn_Softmax_new(int64_t dim);
+nn_Flatten *nn_Flatten_new(int64_t start_dim, int64_t end_dim);
+Tensor *nn_ReLU_forward(nn_ReLU *self, Tensor *x);
+Tensor *nn_Tanh_forward(nn_Tanh *self, Tensor *x);
+Tensor *nn_Sigmoid_forward(nn_Sigmoid *self, Tensor *x);
+Tensor *nn_SiLU_forward(nn_SiLU *self, Tensor *x);
+Tensor *nn_Softmax_forward(nn_Softmax *self, Tensor *x);
+Tensor *nn_Flatten_forward(nn_Flatten *self, Tensor *x);
+
 typedef struct { nn_Module module; } nn_ModuleList; /* children named "0", "1", ... */
 nn_ModuleList *nn_ModuleList_new(void);
 void nn_ModuleList_append(nn_ModuleList *self, nn_Module *m);
@@ -114,6 +158,7 @@ nn_Module *nn_ModuleList_get(nn_ModuleList *self, int i);
 typedef struct { nn_Module module; } nn_Sequential;
 #define MODULES(...) ((int)(sizeof((nn_Module *[]){__VA_ARGS__}) / sizeof(nn_Module *))), ((nn_Module *[]){__VA_ARGS__})
 nn_Sequential *nn_Sequential_new(int n, nn_Module *const *modules);
+nn_Module *nn_Sequential_get(nn_Sequential *self, int i); /* self[i] (negative from the end) */
 Tensor *nn_Sequential_forward(nn_Sequential *self, Tensor *x);
 
 /* ---- the article's attention classes ------------------------------------------ */

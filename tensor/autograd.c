@@ -16,6 +16,10 @@ static _Thread_local bool grad_enabled = true;
 static _Thread_local uint32_t generation;
 /* The node whose backward runs on this thread (NULL outside a backward). */
 static _Thread_local Node *running;
+/* torch.autograd.grad: the inputs whose gradients a sweep captures (instead of
+ * writing any leaf's .grad), and the sums so far; n 0 outside such a sweep. */
+typedef struct { int n; Tensor **inputs, **grads; } Capture;
+static _Thread_local Capture capture;
 
 bool torch_is_grad_enabled(void) { return grad_enabled; }
 bool torch_set_grad_enabled(bool enabled) {
@@ -52,6 +56,7 @@ static void autograd_recover(void) {
     if (internal_depth > 0) grad_enabled = user_mode;
     internal_depth = 0;
     running = NULL;
+    capture.n = 0;
     ac_gbuf_abort();
 }
 
@@ -203,6 +208,20 @@ Tensor *ac_grad_out(Node *n, Tensor *g) {
                ? g : ac_new_like(g);
 }
 
+/* The captured gradient of x += g (a copy: g may be written into later), if x was asked for. */
+static void capture_add(const Tensor *x, Tensor *g) {
+    for (int i = 0; i < capture.n; i++) {
+        if (capture.inputs[i] != x) continue;
+        Tensor *c = capture.grads[i];
+        if (!c) {
+            c = capture.grads[i] = ac_new(AC_FLOAT32, x->ndim, x->shape);
+            memcpy(c->data, ac_cdata(g), sizeof(float) * (size_t)torch_numel(x));
+        } else {
+            add_into(c->data, ac_cdata(g), torch_numel(x));
+        }
+    }
+}
+
 static void accum(Tensor *x, Tensor *g, bool owned) {
     if (!x || !running) return;
     int k = input_slot(running, x);
@@ -220,6 +239,10 @@ static void accum(Tensor *x, Tensor *g, bool owned) {
         return;
     }
     const float *gd = ac_cdata(g);
+    if (!fn && capture.n) { /* autograd.grad: a leaf asked for sums its gradient apart; no .grad is written */
+        capture_add(x, g);
+        return;
+    }
     if (!fn) { /* a leaf: .grad += g */
         TensorImpl *xi = ac_impl(x);
         if (!xi->gradbuf) torch_requires_grad_(x, true);
@@ -351,7 +374,33 @@ static void topo_sort(Node *root, Vec *order) {
     }
 }
 
-void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
+static void sweep(Tensor *root, Tensor *gradient, bool retain_graph);
+
+void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) { sweep(root, gradient, retain_graph); }
+
+/* torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph): the same sweep as
+ * backward(), but the gradients of `inputs` (leaves or not) are returned, and no .grad
+ * is written. An input the output does not depend on is PyTorch's error (allow_unused=False). */
+Tensor **torch_autograd_grad(Tensor *output, int n_inputs, Tensor **inputs, Tensor *grad_output, bool retain_graph) {
+    ac_check_defined(output, "grad");
+    for (int i = 0; i < n_inputs; i++) {
+        ac_check_defined(inputs[i], "grad");
+        if (!inputs[i]->requires_grad) ac_error("grad: One of the differentiated Tensors does not require grad");
+    }
+    Tensor **grads = ac_arena_alloc(sizeof(Tensor *) * (size_t)(n_inputs > 0 ? n_inputs : 1));
+    memset(grads, 0, sizeof(Tensor *) * (size_t)(n_inputs > 0 ? n_inputs : 1));
+    if (n_inputs == 0) ac_error("grad: grad requires non-empty inputs.");
+    capture = (Capture){n_inputs, inputs, grads};
+    sweep(output, grad_output, retain_graph);
+    capture.n = 0;
+    for (int i = 0; i < n_inputs; i++)
+        if (!grads[i])
+            ac_error("grad: One of the differentiated Tensors appears to not have been used in the graph. Set "
+                     "allow_unused=True if this is the desired behavior.");
+    return grads;
+}
+
+static void sweep(Tensor *root, Tensor *gradient, bool retain_graph) {
     ac_check_defined(root, "backward");
     if (!root->requires_grad)
         ac_error("backward: element 0 of tensors does not require grad and does not have a grad_fn");
@@ -388,7 +437,8 @@ void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) {
                      "you need to access saved tensors after calling backward. (node %s)", n->name);
         Tensor *g = n->bgrad;
         n->bgrad = NULL;
-        if (n->out && n->out->grad_fn == n && ac_impl(n->out)->retains_grad) retain(n->out, g);
+        if (capture.n && n->out && n->out->grad_fn == n) capture_add(n->out, g); /* a non-leaf asked for */
+        else if (n->out && n->out->grad_fn == n && ac_impl(n->out)->retains_grad) retain(n->out, g);
         running = n;
         ac_gbuf_node_begin();
         n->backward(n, g);

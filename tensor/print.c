@@ -1,5 +1,5 @@
 /* print(tensor) exactly as PyTorch 1.13 prints it (torch/_tensor_str.py with
- * the default options; spec Part 2): one formatter for the whole tensor, 80
+ * the default options but sci_mode, which torch_set_printoptions_sci_mode sets; spec Part 2): one formatter for the whole tensor, 80
  * columns, summarising above 1000 elements, then the grad_fn / requires_grad
  * suffixes. */
 #include <math.h>
@@ -12,6 +12,15 @@
 #define LINEWIDTH 80
 #define EDGE 3
 #define THRESHOLD 1000
+
+/* torch.set_printoptions(sci_mode=...): PRINT_OPTS.sci_mode, process-wide */
+static _Atomic int sci_mode_opt = TORCH_SCI_MODE_NONE;
+
+void torch_set_printoptions_sci_mode(torch_sci_mode mode) {
+    if (mode != TORCH_SCI_MODE_NONE && mode != TORCH_SCI_MODE_FALSE && mode != TORCH_SCI_MODE_TRUE)
+        ac_raise(AC_TYPE_ERROR, "set_printoptions: sci_mode must be None, False or True (got %d)", (int)mode);
+    sci_mode_opt = mode;
+}
 
 typedef struct { char *s; size_t n, cap; } Buf;
 
@@ -97,6 +106,9 @@ static Fmt make_fmt(const Tensor *t, bool summarize) {
                                : snprintf(tmp, sizeof tmp, "%.4f", v);
             if (w > f.width) f.width = w;
         }
+        /* _Formatter: the width is the one chosen above; only then does the option decide */
+        int opt = sci_mode_opt;
+        if (opt != TORCH_SCI_MODE_NONE) f.sci = opt == TORCH_SCI_MODE_TRUE;
     }
     return f;
 }
@@ -229,6 +241,12 @@ char *torch_size_str(const Tensor *t) {
     }
     puts_(&b, "])");
     return to_arena(&b);
+}
+
+const char *torch_dtype_str(ac_dtype dtype) {
+    static const char *const names[] = {"torch.float32", "torch.int64", "torch.bool", "torch.float64", "torch.int32"};
+    if ((int)dtype < 0 || (int)dtype > AC_INT32) ac_error("dtype: unknown dtype %d", (int)dtype);
+    return names[dtype];
 }
 
 void torch_print_shape(const Tensor *t) {

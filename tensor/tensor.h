@@ -285,7 +285,7 @@ char *ac_shape_str(const Tensor *t);                          /* "[2, 3]" (arena
 char *ac_dims_str(int n, const int64_t *dims);                /* "[2, 3]" (arena) */
 
 /* ---- ops (each has a backward; grad_fn names as PyTorch 1.13) -------------- */
-Tensor *torch_matmul(Tensor *a, Tensor *b);          /* a @ b, every form */
+Tensor *torch_matmul(Tensor *a, Tensor *b);          /* a @ b, every form; two int64 tensors: int64, no grad */
 Tensor *torch_dot(Tensor *a, Tensor *b);             /* DotBackward0 */
 Tensor *torch_add(Tensor *a, Tensor *b);             /* broadcasting */
 Tensor *torch_sub(Tensor *a, Tensor *b);
@@ -314,7 +314,7 @@ Tensor *torch_pow(Tensor *a, double exponent);       /* a ** exponent */
 Tensor *torch_relu(Tensor *a);
 Tensor *torch_tanh(Tensor *a);
 Tensor *torch_gelu(Tensor *a);                       /* exact (erf) GELU */
-Tensor *torch_sum(Tensor *a);                        /* SumBackward0 */
+Tensor *torch_sum(Tensor *a);                        /* SumBackward0; of an int64 or bool tensor: int64, no grad */
 Tensor *torch_sum_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* SumBackward1 */
 Tensor *torch_mean(Tensor *a);                       /* MeanBackward0 */
 Tensor *torch_mean_dim(Tensor *a, int ndims, const int64_t *dims, bool keepdim); /* MeanBackward1 */
@@ -356,6 +356,11 @@ Tensor *torch_softplus(Tensor *a, double beta, double threshold); /* F.softplus(
 Tensor *torch_abs(Tensor *a);
 Tensor *torch_sin(Tensor *a);
 Tensor *torch_cos(Tensor *a);
+/* F.binary_cross_entropy(input, target): mean of -(y log x + (1 - y) log(1 - x)), each log clamped
+ * at -100, input in [0, 1], target input's shape (BinaryCrossEntropyBackward0); the _with_logits
+ * form takes logits, as log(sigmoid) computed stably (BinaryCrossEntropyWithLogitsBackward0) */
+Tensor *torch_binary_cross_entropy(Tensor *input, Tensor *target);
+Tensor *torch_binary_cross_entropy_with_logits(Tensor *input, Tensor *target);
 /* F.mse_loss(input, target): mean of (input - target)^2 (they broadcast), MseLossBackward0 */
 Tensor *torch_mse_loss(Tensor *input, Tensor *target);
 /* torch.equal(a, b): the same shape and the same values (NaN equals nothing);
@@ -413,6 +418,10 @@ Tensor *torch_scaled_dot_product_attention(Tensor *query, Tensor *key, Tensor *v
 Tensor *torch_requires_grad_(Tensor *t, bool requires_grad);
 void torch_backward(Tensor *t, Tensor *gradient);    /* gradient NULL: t must be a scalar */
 void torch_backward_ex(Tensor *t, Tensor *gradient, bool retain_graph);
+/* torch.autograd.grad(output, inputs, grad_outputs=gradient, retain_graph): d output / d input for
+ * each input (leaf or not), an arena array of n tensors (the tuple); no .grad is written.
+ *     grad(loss, w1, retain_graph=True)   torch_autograd_grad(loss, TENSORS(w1), NULL, true)[0] */
+Tensor **torch_autograd_grad(Tensor *output, int n_inputs, Tensor **inputs, Tensor *gradient, bool retain_graph);
 const char *torch_grad_fn_name(const Tensor *t);     /* "MmBackward0", or NULL for a leaf */
 bool torch_is_grad_enabled(void);
 bool torch_set_grad_enabled(bool enabled);           /* returns the previous mode */
@@ -450,6 +459,12 @@ void torch_print(const Tensor *t);                   /* print(t) */
 void torch_fprint(FILE *f, const Tensor *t);
 char *torch_size_str(const Tensor *t);               /* "torch.Size([6, 3])", arena */
 void torch_print_shape(const Tensor *t);             /* print(t.shape) */
+const char *torch_dtype_str(ac_dtype dtype);         /* print(t.dtype): "torch.int64", "torch.float32", ... */
+/* torch.set_printoptions(sci_mode=False) (TORCH_SCI_MODE_FALSE), True, or None (the default:
+ * chosen per tensor). Process-wide, as PyTorch's PRINT_OPTS. As 1.13 does, a tensor that would
+ * have printed in scientific notation keeps that width: tensor([[    0.9991,     0.0009]]). */
+typedef enum { TORCH_SCI_MODE_NONE = -1, TORCH_SCI_MODE_FALSE = 0, TORCH_SCI_MODE_TRUE = 1 } torch_sci_mode;
+void torch_set_printoptions_sci_mode(torch_sci_mode mode);
 
 #ifdef __cplusplus
 }

@@ -3,6 +3,8 @@
 
 #include "tests.h"
 
+Suite *suite_appendix_a(void); /* tests/test_appendix_a.c */
+
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
      * kernel switch it off in their own (forked) process. */
@@ -30,6 +32,7 @@ int main(void) {
     srunner_add_suite(sr, suite_tokenizer());
     srunner_add_suite(sr, suite_gpt());
     srunner_add_suite(sr, suite_build());
+    srunner_add_suite(sr, suite_appendix_a());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

@@ -520,6 +520,32 @@ START_TEST(test_grad_book_ops) {
 }
 END_TEST
 
+/* nn.ReLU, nn.Tanh, nn.Sigmoid, nn.SiLU, nn.Softmax(dim), nn.Flatten as modules, through nn_forward
+ * (the weighted loss above: softmax's plain sum would have a zero gradient, so it is never that) */
+static nn_Module *act_module;
+FN(module, nn_forward(act_module, x[0]))
+FN(module_then_mm, torch_matmul(nn_forward(act_module, x[0]), x[1])) /* flatten's gradient through a product */
+
+static void check_module(nn_Module *m, Tensor *x) {
+    act_module = m;
+    gradcheck(m->type, module_fn, 1, (Tensor *[]){x});
+    nn_free(m);
+}
+
+START_TEST(test_grad_activation_modules) {
+    check_module(&nn_ReLU_new()->module, AWAY(1, 3, 4));
+    check_module(&nn_Tanh_new()->module, IN(2, 3, 4));
+    check_module(&nn_Sigmoid_new()->module, input(3, -3.0, 3.0, SHAPE(3, 4)));
+    check_module(&nn_SiLU_new()->module, input(4, -3.0, 3.0, SHAPE(3, 4)));
+    check_module(&nn_Softmax_new(1)->module, IN(5, 2, 3, 4));
+    check_module(&nn_Softmax_new(-1)->module, IN(6, 3, 5));
+    check_module(&nn_Flatten_new(1, -1)->module, IN(7, 2, 3, 4));
+    act_module = &nn_Flatten_new(0, 1)->module;
+    gradcheck("Flatten(0, 1) @ w", module_then_mm_fn, 2, (Tensor *[]){IN(8, 2, 3, 4), IN(9, 4, 2)});
+    nn_free(act_module);
+}
+END_TEST
+
 START_TEST(test_checker_catches_a_wrong_backward) {
     Tensor *a[] = {IN(1, 6)};
     ck_assert_msg(gradcheck_ratio("wrong_square", wrong_square_fn, 1, a, false) > 10.0, "the checker missed a wrong backward");
@@ -543,6 +569,7 @@ Suite *suite_grad(void) {
     tcase_add_test(tc, test_grad_attention_block);
     tcase_add_test(tc, test_grad_pytorch_calls);
     tcase_add_test(tc, test_grad_book_ops);
+    tcase_add_test(tc, test_grad_activation_modules);
     tcase_add_test(tc, test_checker_catches_a_wrong_backward);
     suite_add_tcase(s, tc);
     return s;

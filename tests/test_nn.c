@@ -375,6 +375,93 @@ START_TEST(test_clip_grad_norm_vs_pytorch) {
 }
 END_TEST
 
+/* nn.ReLU() ... nn.Flatten() as modules: PyTorch's reprs, grad_fn names and outputs, in a Sequential.
+ * The reprs are what repr(nn.Sequential(nn.Linear(2, 8), nn.ReLU(), nn.Tanh(), nn.Sigmoid(), nn.SiLU(),
+ * nn.Softmax(dim=1), nn.Flatten(), nn.GELU(), nn.Dropout(0.1), nn.LayerNorm(8),
+ * nn.Embedding(10, 3, padding_idx=0), nn.Linear(3, 1, bias=False))) gives in PyTorch 1.13. */
+START_TEST(test_activation_modules_and_reprs) {
+    nn_Linear *l1 = nn_Linear_new(2, 8, true);
+    nn_ReLU *relu = nn_ReLU_new();
+    nn_Tanh *tanh_ = nn_Tanh_new();
+    nn_Sigmoid *sig = nn_Sigmoid_new();
+    nn_SiLU *silu = nn_SiLU_new();
+    nn_Softmax *sm = nn_Softmax_new(1);
+    nn_Flatten *fl = nn_Flatten_new(1, -1);
+    nn_GELU *gelu = nn_GELU_new();
+    nn_Dropout *dr = nn_Dropout_new(0.1);
+    nn_LayerNorm *ln = nn_LayerNorm_new(8);
+    nn_Embedding *emb = nn_Embedding_new_padded(10, 3, 0);
+    nn_Linear *l2 = nn_Linear_new(3, 1, false);
+    nn_Sequential *seq = nn_Sequential_new(MODULES(&l1->module, &relu->module, &tanh_->module, &sig->module, &silu->module,
+                                                   &sm->module, &fl->module, &gelu->module, &dr->module, &ln->module,
+                                                   &emb->module, &l2->module));
+    ck_assert_str_eq(nn_module_repr(&seq->module),
+                     "Sequential(\n  (0): Linear(in_features=2, out_features=8, bias=True)\n  (1): ReLU()\n  (2): Tanh()\n"
+                     "  (3): Sigmoid()\n  (4): SiLU()\n  (5): Softmax(dim=1)\n  (6): Flatten(start_dim=1, end_dim=-1)\n"
+                     "  (7): GELU(approximate='none')\n  (8): Dropout(p=0.1, inplace=False)\n"
+                     "  (9): LayerNorm((8,), eps=1e-05, elementwise_affine=True)\n  (10): Embedding(10, 3, padding_idx=0)\n"
+                     "  (11): Linear(in_features=3, out_features=1, bias=False)\n)");
+    ck_assert_str_eq(nn_module_repr(nn_Sequential_get(seq, 5)), "Softmax(dim=1)");
+    ck_assert_ptr_eq(nn_Sequential_get(seq, -1), &l2->module);
+    nn_free(&seq->module);
+    nn_Sequential *empty = nn_Sequential_new(0, NULL);
+    ck_assert_str_eq(nn_module_repr(&empty->module), "Sequential()");
+    nn_free(&empty->module);
+    /* each module's forward: its op and its grad_fn name (x = torch.randn(2, 3, 4, requires_grad=True)) */
+    Tensor *x = torch_requires_grad_(torch_randn(SHAPE(2, 3, 4)), true);
+    struct { nn_Module *m; const char *grad_fn; Tensor *want; } cases[] = {
+        {&nn_ReLU_new()->module, "ReluBackward0", torch_relu(x)},
+        {&nn_Tanh_new()->module, "TanhBackward0", torch_tanh(x)},
+        {&nn_Sigmoid_new()->module, "SigmoidBackward0", torch_sigmoid(x)},
+        {&nn_SiLU_new()->module, "SiluBackward0", torch_silu(x)},
+        {&nn_Softmax_new(1)->module, "SoftmaxBackward0", torch_softmax(x, 1)},
+        {&nn_Flatten_new(1, -1)->module, "ReshapeAliasBackward0", torch_flatten(x, 1, -1)},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+        Tensor *y = nn_forward(cases[i].m, x);
+        ck_assert_str_eq(torch_grad_fn_name(y), cases[i].grad_fn);
+        ck_assert_msg(torch_equal(y, cases[i].want), "%s: not its op's output", cases[i].m->type);
+        nn_free(cases[i].m);
+    }
+    /* nn.Flatten()(x).shape, nn.Flatten(0, 1)(x).shape for x of (2, 3, 4): [2, 12], [6, 4] */
+    nn_Flatten *f2 = nn_Flatten_new(0, 1);
+    ck_assert_str_eq(torch_size_str(nn_Flatten_forward(f2, x)), "torch.Size([6, 4])");
+    ck_assert_str_eq(nn_module_repr(&f2->module), "Flatten(start_dim=0, end_dim=1)");
+    nn_free(&f2->module);
+    /* torch.manual_seed(0); m = nn.Sequential(nn.Linear(3, 4), nn.SiLU(), nn.Softmax(dim=-1))
+     * m(torch.tensor([[0.5, -1.0, 2.0], [0.25, 0.75, -0.5]])) */
+    torch_manual_seed(0);
+    nn_Linear *lin = nn_Linear_new(3, 4, true);
+    nn_SiLU *act = nn_SiLU_new();
+    nn_Softmax *soft = nn_Softmax_new(-1);
+    nn_Sequential *m = nn_Sequential_new(MODULES(&lin->module, &act->module, &soft->module));
+    Tensor *in = torch_tensor((float[]){0.5f, -1.0f, 2.0f, 0.25f, 0.75f, -0.5f}, SHAPE(2, 3));
+    assert_repr(nn_Sequential_forward(m, in), "tensor([[0.2185, 0.2733, 0.2198, 0.2884],\n"
+                                              "        [0.2521, 0.2068, 0.2808, 0.2604]], grad_fn=<SoftmaxBackward0>)");
+    nn_free(&m->module);
+}
+END_TEST
+
+/* print(model) of a module of one's own: its children's reprs indented, as appendix A's NeuralNetwork */
+static char *two_line_repr(nn_Module *m) { return nn_repr_printf("first line\nsecond line"); }
+START_TEST(test_module_repr_nesting) {
+    nn_Module *outer = nn_module_new(sizeof(nn_Module), "Outer", NULL);
+    nn_Linear *a = nn_Linear_new(50, 30, true);
+    nn_ReLU *r = nn_ReLU_new();
+    nn_register_module(outer, "layers", &nn_Sequential_new(MODULES(&a->module, &r->module))->module);
+    ck_assert_str_eq(nn_module_repr(outer), "Outer(\n  (layers): Sequential(\n"
+                                            "    (0): Linear(in_features=50, out_features=30, bias=True)\n"
+                                            "    (1): ReLU()\n  )\n)");
+    /* an extra_repr of two lines, and children: each line its own line (nn.Module.__repr__) */
+    outer->extra_repr = two_line_repr;
+    ck_assert_str_eq(nn_module_repr(outer), "Outer(\n  first line\n  second line\n  (layers): Sequential(\n"
+                                            "    (0): Linear(in_features=50, out_features=30, bias=True)\n"
+                                            "    (1): ReLU()\n  )\n)");
+    nn_free(outer);
+    EXPECT_ERROR("this is not a module", nn_module_repr(&(nn_Module){0}));
+}
+END_TEST
+
 Suite *suite_nn(void) {
     Suite *s = suite_create("nn");
     TCase *tc = tcase("modules");
@@ -387,6 +474,8 @@ Suite *suite_nn(void) {
     tcase_add_test(tc, test_causal_weights_and_dropout_modes);
     tcase_add_test(tc, test_modules_of_your_own);
     tcase_add_test(tc, test_sequential);
+    tcase_add_test(tc, test_activation_modules_and_reprs);
+    tcase_add_test(tc, test_module_repr_nesting);
     suite_add_tcase(s, tc);
     return s;
 }

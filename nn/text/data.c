@@ -1,4 +1,4 @@
-/* GPTDatasetV1 and a DataLoader that draws as PyTorch 1.13's does (data.h). */
+/* GPTDatasetV1, a TensorDataset, and DataLoaders that draw as PyTorch 1.13's does (data.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,25 +81,31 @@ DataLoaderIter DataLoader_iter(const DataLoader *l) {
     return (DataLoaderIter){l, draw_int64(), 0, NULL, false, false};
 }
 
+/* The sampler's order of n samples (malloc'd), drawn when the first batch is asked for. */
+static int64_t *sampler_order(int64_t n, bool shuffle) {
+    int64_t *order = ac_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    if (shuffle) {
+        /* RandomSampler.__iter__: seed = int(torch.empty((), dtype=torch.int64).random_().item());
+         * generator = torch.Generator(); generator.manual_seed(seed); torch.randperm(n, generator=generator) */
+        torch_Generator g;
+        torch_generator_manual_seed(&g, (uint64_t)draw_int64());
+        ac_mark m = ac_arena_mark();
+        Tensor *perm = torch_randperm_gen(n, &g);
+        memcpy(order, perm->data, sizeof(int64_t) * (size_t)n);
+        ac_arena_release(m);
+    } else {
+        for (int64_t i = 0; i < n; i++) order[i] = i; /* SequentialSampler */
+    }
+    return order;
+}
+
 bool DataLoaderIter_next(DataLoaderIter *it, Tensor **input, Tensor **target) {
     const DataLoader *l = it->loader;
     int64_t n = l->dataset->n;
     if (it->done) return false;
     if (!it->started) { /* the sampler starts at the first batch */
         it->started = true;
-        it->order = ac_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
-        if (l->shuffle) {
-            /* RandomSampler.__iter__: seed = int(torch.empty((), dtype=torch.int64).random_().item());
-             * generator = torch.Generator(); generator.manual_seed(seed); torch.randperm(n, generator=generator) */
-            torch_Generator g;
-            torch_generator_manual_seed(&g, (uint64_t)draw_int64());
-            ac_mark m = ac_arena_mark();
-            Tensor *perm = torch_randperm_gen(n, &g);
-            memcpy(it->order, perm->data, sizeof(int64_t) * (size_t)n);
-            ac_arena_release(m);
-        } else {
-            for (int64_t i = 0; i < n; i++) it->order[i] = i; /* SequentialSampler */
-        }
+        it->order = sampler_order(n, l->shuffle);
     }
     int64_t b = l->batch_size, first = it->next * b, rows = n - first < b ? n - first : b;
     if (rows <= 0 || (l->drop_last && rows < b)) {
@@ -140,4 +146,77 @@ DataLoader create_dataloader_v1(const char *txt, size_t len, Tokenizer *tokenize
     }
     l.dataset = GPTDatasetV1_new(txt, len, tokenizer, max_length, stride, err, errlen);
     return l;
+}
+
+/* ---- TensorDataset and its DataLoader ------------------------------------------------------ */
+
+TensorDataset TensorDataset_new(Tensor *features, Tensor *labels) {
+    ac_check_defined(features, "TensorDataset");
+    ac_check_defined(labels, "TensorDataset");
+    if (features->ndim == 0 || labels->ndim == 0 || features->shape[0] != labels->shape[0])
+        ac_error("TensorDataset: Size mismatch between tensors (%s and %s)", ac_shape_str(features), ac_shape_str(labels));
+    return (TensorDataset){features, labels, labels->shape[0]};
+}
+
+int64_t TensorDataset_len(const TensorDataset *ds) { return ds->n; }
+
+void TensorDataset_getitem(const TensorDataset *ds, int64_t i, Tensor **x, Tensor **y) {
+    if (i < -ds->n || i >= ds->n)
+        ac_raise(AC_INDEX_ERROR, "TensorDataset: index %lld is out of bounds for dimension 0 with size %lld", (long long)i,
+                 (long long)ds->n);
+    *x = torch_select(ds->features, 0, i); /* self.features[index] */
+    *y = torch_select(ds->labels, 0, i);   /* self.labels[index] */
+}
+
+TensorDataLoader TensorDataLoader_new(const TensorDataset *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
+    if (batch_size < 1)
+        ac_raise(AC_VALUE_ERROR, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
+                 (long long)batch_size);
+    return (TensorDataLoader){dataset, batch_size, shuffle, drop_last};
+}
+
+int64_t TensorDataLoader_len(const TensorDataLoader *l) {
+    int64_t n = l->dataset->n;
+    return l->drop_last ? n / l->batch_size : (n + l->batch_size - 1) / l->batch_size;
+}
+
+TensorDataLoaderIter TensorDataLoader_iter(const TensorDataLoader *l) {
+    return (TensorDataLoaderIter){l, draw_int64(), 0, NULL, false, false}; /* the iterator's base seed */
+}
+
+/* default_collate: torch.stack of the samples' rows, in the sampler's order */
+static Tensor *collate(Tensor *t, const int64_t *order, int64_t rows) {
+    int64_t shape[AC_MAX_DIMS];
+    memcpy(shape, t->shape, sizeof shape);
+    shape[0] = rows;
+    Tensor *out = torch_empty(t->ndim, shape, t->dtype);
+    TORCH_NO_GRAD {
+        for (int64_t r = 0; r < rows; r++) torch_copy_(torch_select(out, 0, r), torch_select(t, 0, order[r]));
+    }
+    return out;
+}
+
+bool TensorDataLoaderIter_next(TensorDataLoaderIter *it, Tensor **x, Tensor **y) {
+    const TensorDataLoader *l = it->loader;
+    int64_t n = l->dataset->n;
+    if (it->done) return false;
+    if (!it->started) {
+        it->started = true;
+        it->order = sampler_order(n, l->shuffle);
+    }
+    int64_t b = l->batch_size, first = it->next * b, rows = n - first < b ? n - first : b;
+    if (rows <= 0 || (l->drop_last && rows < b)) {
+        TensorDataLoaderIter_free(it);
+        return false;
+    }
+    *x = collate(l->dataset->features, it->order + first, rows);
+    *y = collate(l->dataset->labels, it->order + first, rows);
+    it->next++;
+    return true;
+}
+
+void TensorDataLoaderIter_free(TensorDataLoaderIter *it) {
+    free(it->order);
+    it->order = NULL;
+    it->done = true;
 }

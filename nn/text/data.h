@@ -83,6 +83,41 @@ DataLoader create_dataloader_v1(const char *txt, size_t len, Tokenizer *tokenize
                                 int64_t max_length, int64_t stride, bool shuffle, bool drop_last, int num_workers,
                                 char *err, size_t errlen);
 
+/* A dataset of tensors of your own: sample i is (features[i], labels[i]), as appendix A's
+ * ToyDataset (and torch.utils.data.TensorDataset(X, y)); it holds the two tensors, which stay
+ * yours and must outlive it. Its loader batches as default_collate does (the rows stacked, each
+ * tensor keeping its dtype) and draws what PyTorch's DataLoader draws (the same two draws as
+ * above: an iterator's base seed, then a shuffled loader's randperm at its first batch).
+ *     train_ds = ToyDataset(X_train, y_train)     TensorDataset train_ds = TensorDataset_new(X_train, y_train);
+ *     len(train_ds)                               TensorDataset_len(&train_ds)
+ *     DataLoader(train_ds, batch_size=2, shuffle=True, drop_last=True)
+ *                                                 TensorDataLoader_new(&train_ds, 2, true, true)
+ *     for x, y in loader:                         TensorDataLoaderIter it = TensorDataLoader_iter(&loader);
+ *                                                 while (TensorDataLoaderIter_next(&it, &x, &y)) { ... } */
+typedef struct { Tensor *features, *labels; int64_t n; } TensorDataset;
+TensorDataset TensorDataset_new(Tensor *features, Tensor *labels); /* the same first size, or PyTorch's error */
+int64_t TensorDataset_len(const TensorDataset *ds);
+void TensorDataset_getitem(const TensorDataset *ds, int64_t i, Tensor **x, Tensor **y); /* views */
+
+typedef struct {
+    const TensorDataset *dataset;
+    int64_t batch_size;
+    bool shuffle, drop_last;
+} TensorDataLoader;
+
+typedef struct {
+    const TensorDataLoader *loader;
+    int64_t base_seed, next;
+    int64_t *order;
+    bool started, done;
+} TensorDataLoaderIter;
+
+TensorDataLoader TensorDataLoader_new(const TensorDataset *dataset, int64_t batch_size, bool shuffle, bool drop_last);
+int64_t TensorDataLoader_len(const TensorDataLoader *loader);
+TensorDataLoaderIter TensorDataLoader_iter(const TensorDataLoader *loader);
+bool TensorDataLoaderIter_next(TensorDataLoaderIter *it, Tensor **x, Tensor **y); /* false after the last batch */
+void TensorDataLoaderIter_free(TensorDataLoaderIter *it);
+
 #ifdef __cplusplus
 }
 #endif

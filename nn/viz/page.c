@@ -2,8 +2,10 @@
  * a section per code block, Python and C on the same row, what they print,
  * and pictures. The page is also well-formed XML, so the same checker that
  * reads the SVG files reads it. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "svg.h"
 
@@ -238,4 +240,44 @@ char *ac_draw_to_string(bool (*draw)(FILE *f, void *user), void *user) {
     if (text) text[n] = 0;
     fclose(f);
     return text;
+}
+
+int ac_page_of_run(const char *program, const char *html_path, void (*run)(void),
+                   void (*write_page)(FILE *page, const char *out, size_t len)) {
+    FILE *page = fopen(html_path, "wb");
+    FILE *cap = tmpfile();
+    int saved = dup(1);
+    if (!page || !cap || saved < 0) {
+        fprintf(stderr, "%s: cannot write %s: %s\n", program, html_path, strerror(errno));
+        if (page) fclose(page);
+        if (cap) fclose(cap);
+        if (saved >= 0) close(saved);
+        return 1;
+    }
+    fflush(stdout);
+    dup2(fileno(cap), 1);
+    run();
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    long n = lseek(fileno(cap), 0, SEEK_END);
+    char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
+    rewind(cap);
+    bool read = out && fread(out, 1, (size_t)n, cap) == (size_t)n;
+    fclose(cap);
+    if (!read) {
+        fprintf(stderr, "%s: cannot read back the output\n", program);
+        free(out);
+        fclose(page);
+        return 1;
+    }
+    fwrite(out, 1, (size_t)n, stdout);
+    write_page(page, out, (size_t)n);
+    free(out);
+    bool ok = !ferror(page);
+    if (fclose(page) != 0 || !ok) {
+        fprintf(stderr, "%s: writing %s failed\n", program, html_path);
+        return 1;
+    }
+    return 0;
 }

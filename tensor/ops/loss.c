@@ -149,3 +149,104 @@ Tensor *torch_mse_loss(Tensor *input, Tensor *target) {
     }
     return out;
 }
+
+/* ---- binary_cross_entropy ------------------------------------------------------------------
+ * ATen's CPU kernels (Loss.cpp), in float32, then the mean in torch.mean's order:
+ *     in the forward:  l_i = (y_i - 1) max(log1p(-x_i), -100) - y_i max(log(x_i), -100),  loss = mean(l)
+ *     so:              dx_i = g (x_i - y_i) / max((1 - x_i) x_i, 1e-12) / n
+ *                      dy_i = (log(1 - x_i) - log(x_i)) g / n   (binary_cross_entropy_target_backward's order) */
+typedef struct { ac_saved x, y; } BceSaved;
+
+static void check_bce(Tensor *x, Tensor *y, const char *op, bool logits) {
+    ac_check_float(x, op);
+    ac_check_float(y, op);
+    if (x->ndim != y->ndim || memcmp(x->shape, y->shape, sizeof(int64_t) * (size_t)x->ndim) != 0) {
+        if (logits)
+            ac_raise(AC_VALUE_ERROR, "%s: Target size (%s) must be the same as input size (%s)", op, torch_size_str(y),
+                     torch_size_str(x));
+        ac_raise(AC_VALUE_ERROR, "%s: Using a target size (%s) that is different to the input size (%s) is deprecated. "
+                 "Please ensure they have the same size.", op, torch_size_str(y), torch_size_str(x));
+    }
+}
+
+static void bce_backward(Node *nd, Tensor *g) {
+    const BceSaved *sv = nd->ctx;
+    Tensor *x = ac_unpack(nd, sv->x), *y = ac_unpack(nd, sv->y);
+    const float *X = ac_cdata(x), *Y = ac_cdata(y);
+    float gv = ac_cdata(g)[0], n = (float)torch_numel(x);
+    int64_t len = torch_numel(x);
+    if (ac_needs_grad(nd->inputs[0])) {
+        Tensor *gx = ac_new(AC_FLOAT32, x->ndim, x->shape);
+        float *d = gx->data;
+        for (int64_t i = 0; i < len; i++) {
+            float den = (1.0f - X[i]) * X[i];
+            d[i] = gv * (X[i] - Y[i]) / (den > 1e-12f ? den : 1e-12f) / n;
+        }
+        ac_accum_new(nd->inputs[0], gx);
+    }
+    if (ac_needs_grad(nd->inputs[1])) {
+        Tensor *gy = ac_new(AC_FLOAT32, y->ndim, y->shape);
+        float *d = gy->data;
+        for (int64_t i = 0; i < len; i++) d[i] = (logf(1.0f - X[i]) - logf(X[i])) * gv / n;
+        ac_accum_new(nd->inputs[1], gy);
+    }
+}
+
+Tensor *torch_binary_cross_entropy(Tensor *input, Tensor *target) {
+    check_bce(input, target, "binary_cross_entropy", false);
+    const float *X = ac_cdata(input), *Y = ac_cdata(target);
+    Tensor *l = ac_new(AC_FLOAT32, input->ndim, input->shape);
+    float *o = l->data;
+    for (int64_t i = 0, n = torch_numel(input); i < n; i++) {
+        if (!(X[i] >= 0.0f && X[i] <= 1.0f)) ac_error("binary_cross_entropy: all elements of input should be between 0 and 1");
+        float lg1 = log1pf(-X[i]), lg = logf(X[i]);
+        o[i] = (Y[i] - 1.0f) * (lg1 > -100.0f ? lg1 : -100.0f) - Y[i] * (lg > -100.0f ? lg : -100.0f);
+    }
+    bool prev = torch_no_grad_enter();
+    Tensor *out = torch_mean(l);
+    torch_no_grad_exit(prev);
+    Node *nd = AC_NODE("BinaryCrossEntropyBackward0", bce_backward, out, input, target);
+    if (nd) *AC_CTX(nd, BceSaved) = (BceSaved){ac_save(nd, input), ac_save(nd, target)};
+    return out;
+}
+
+/* ---- binary_cross_entropy_with_logits ------------------------------------------------------
+ *     in the forward:  m_i = max(-x_i, 0),  l_i = (1 - y_i) x_i + m_i + log(exp(-m_i) + exp(-x_i - m_i)),
+ *                      loss = mean(l)        (ATen's order of operations, float32)
+ *     so:              dx_i = (sigmoid(x_i) - y_i) g / n,   dy_i = -x_i g / n */
+static void bce_logits_backward(Node *nd, Tensor *g) {
+    const BceSaved *sv = nd->ctx;
+    Tensor *x = ac_unpack(nd, sv->x), *y = ac_unpack(nd, sv->y);
+    const float *X = ac_cdata(x), *Y = ac_cdata(y);
+    float gv = ac_cdata(g)[0], n = (float)torch_numel(x);
+    int64_t len = torch_numel(x);
+    if (ac_needs_grad(nd->inputs[0])) {
+        Tensor *gx = ac_new(AC_FLOAT32, x->ndim, x->shape);
+        float *d = gx->data;
+        for (int64_t i = 0; i < len; i++) d[i] = (1.0f / (1.0f + expf(-X[i])) - Y[i]) * gv / n;
+        ac_accum_new(nd->inputs[0], gx);
+    }
+    if (ac_needs_grad(nd->inputs[1])) {
+        Tensor *gy = ac_new(AC_FLOAT32, y->ndim, y->shape);
+        float *d = gy->data;
+        for (int64_t i = 0; i < len; i++) d[i] = -X[i] * gv / n;
+        ac_accum_new(nd->inputs[1], gy);
+    }
+}
+
+Tensor *torch_binary_cross_entropy_with_logits(Tensor *input, Tensor *target) {
+    check_bce(input, target, "binary_cross_entropy_with_logits", true);
+    const float *X = ac_cdata(input), *Y = ac_cdata(target);
+    Tensor *l = ac_new(AC_FLOAT32, input->ndim, input->shape);
+    float *o = l->data;
+    for (int64_t i = 0, n = torch_numel(input); i < n; i++) {
+        float m = -X[i] > 0.0f ? -X[i] : 0.0f;
+        o[i] = (1.0f - Y[i]) * X[i] + m + logf(expf(-m) + expf(-X[i] - m));
+    }
+    bool prev = torch_no_grad_enter();
+    Tensor *out = torch_mean(l);
+    torch_no_grad_exit(prev);
+    Node *nd = AC_NODE("BinaryCrossEntropyWithLogitsBackward0", bce_logits_backward, out, input, target);
+    if (nd) *AC_CTX(nd, BceSaved) = (BceSaved){ac_save(nd, input), ac_save(nd, target)};
+    return out;
+}

@@ -275,9 +275,30 @@ static void matmul_backward(Node *node, Tensor *gt) {
     }
 }
 
+/* Two int64 operands (tensor2d @ tensor2d.T in appendix A): an int64 product, summed in k's
+ * order with int64's wraparound, as ATen's integer matmul; no gradient. */
+static void product_int64(const Plan *p, const int64_t *A, const int64_t *B, int64_t *C) {
+    for (int64_t bi = 0; bi < p->nbatch; bi++) {
+        const int64_t *a = A + batch_offset(p, bi, p->sa), *b = B + batch_offset(p, bi, p->sb);
+        int64_t *c = C + bi * p->n * p->m;
+        for (int64_t i = 0; i < p->n; i++)
+            for (int64_t j = 0; j < p->m; j++) {
+                uint64_t s = 0;
+                for (int64_t kk = 0; kk < p->k; kk++)
+                    s += (uint64_t)a[i * p->rsa + kk * p->csa] * (uint64_t)b[kk * p->rsb + j * p->csb];
+                c[i * p->m + j] = (int64_t)s;
+            }
+    }
+}
+
 static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
-    ac_check_float(a, op);
-    ac_check_float(b, op);
+    ac_check_defined(a, op);
+    ac_check_defined(b, op);
+    bool ints = a->dtype == AC_INT64 && b->dtype == AC_INT64;
+    if (!ints) {
+        ac_check_float(a, op);
+        ac_check_float(b, op);
+    }
     if (a->ndim == 0 || b->ndim == 0)
         ac_error("%s: both arguments to matmul need to be at least 1D, but they are %dD and %dD", op,
                  a->ndim, b->ndim);
@@ -289,6 +310,11 @@ static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
     if (a->ndim > 1) shape[nd++] = p->n;
     if (b->ndim > 1) shape[nd++] = p->m;
     if (nd > AC_MAX_DIMS) ac_error("%s: result has more than %d dimensions", op, AC_MAX_DIMS);
+    if (ints) {
+        Tensor *o = ac_new(AC_INT64, nd, shape);
+        product_int64(p, (const int64_t *)a->data + a->offset, (const int64_t *)b->data + b->offset, o->data);
+        return o;
+    }
     Tensor *out = ac_new(AC_FLOAT32, nd, shape);
     product(p, (const float *)a->data + a->offset, (const float *)b->data + b->offset, out->data);
     const char *name = a->ndim == 1 && b->ndim == 1 ? "DotBackward0"
@@ -309,8 +335,12 @@ static Tensor *matmul_impl(Tensor *a, Tensor *b, const char *op) {
 Tensor *torch_matmul(Tensor *a, Tensor *b) { return matmul_impl(a, b, "matmul"); }
 
 Tensor *torch_dot(Tensor *a, Tensor *b) {
-    ac_check_float(a, "dot");
-    ac_check_float(b, "dot");
+    ac_check_defined(a, "dot");
+    ac_check_defined(b, "dot");
+    if (a->dtype != AC_INT64 || b->dtype != AC_INT64) {
+        ac_check_float(a, "dot");
+        ac_check_float(b, "dot");
+    }
     if (a->ndim != 1 || b->ndim != 1)
         ac_error("dot: 1D tensors expected, but got %dD and %dD tensors", a->ndim, b->ndim);
     if (a->shape[0] != b->shape[0])

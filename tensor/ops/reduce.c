@@ -133,8 +133,29 @@ static void reduce_backward(Node *n, Tensor *g) {
     ac_accum(a, expand_grad(g, a, &sv->p, (float)sv->p.count, sv->mean));
 }
 
+/* The sum of an int64, int32 or bool tensor: int64, as torch.sum promotes integers (no gradient:
+ * such tensors never require one). torch.sum(predictions == y_train) -> tensor(5). */
+static Tensor *integer_sum(Tensor *a, int ndims, const int64_t *dims, bool keepdim, bool all) {
+    Plan p = plan(a, all ? 0 : ndims, dims, all ? false : keepdim, "sum");
+    Tensor *s = ac_new_zeros(AC_INT64, p.keep_nd, p.keep_shape);
+    int64_t *o = s->data, ostr[AC_MAX_DIMS];
+    for (int d = 0; d < a->ndim; d++) ostr[d] = p.reduced[d] ? 0 : s->stride[d];
+    int64_t n = torch_numel(a), idx[AC_MAX_DIMS] = {0}, iidx[AC_MAX_DIMS] = {0}, off = 0, in = a->offset;
+    for (int64_t k = 0; k < n; k++) { /* a read through its own strides, in row-major order */
+        o[off] += a->dtype == AC_INT64 ? ((const int64_t *)a->data)[in] : (int64_t)ac_element_at(a, in);
+        ac_advance(a->ndim, a->shape, ostr, idx, &off);
+        ac_advance(a->ndim, a->shape, a->stride, iidx, &in);
+    }
+    int64_t ostride[AC_MAX_DIMS];
+    ac_contiguous_strides(p.out_nd, p.out_shape, ostride);
+    return ac_view_of(s, p.out_nd, p.out_shape, ostride, 0);
+}
+
 static Tensor *reduce(Tensor *a, int ndims, const int64_t *dims, bool keepdim, bool mean, bool all) {
     const char *op = mean ? "mean" : "sum";
+    ac_check_defined(a, op);
+    if (!mean && (a->dtype == AC_INT64 || a->dtype == AC_INT32 || a->dtype == AC_BOOL))
+        return integer_sum(a, ndims, dims, keepdim, all);
     ac_check_float(a, op);
     Plan p = plan(a, all ? 0 : ndims, dims, all ? false : keepdim, op);
     Tensor *s = reduce_sum(a, &p);
