@@ -567,6 +567,26 @@ START_TEST(test_gpt_html) {
 }
 END_TEST
 
+/* gpt appendix-d --plot: the loss figure and, beside it, the learning rate over every step (the
+ * appendix's figure), one well-formed SVG */
+START_TEST(test_appendix_d_plot) {
+    char *dir = temp_dir(), cmd[1024], path[512], *out;
+    snprintf(cmd, sizeof cmd, "%s/gpt appendix-d --tokenizer %s --data %s --layers 1 --emb-dim 8 --heads 2 --context 8 "
+             "--epochs 2 --eval-freq 10 --plot %s/lr.svg", build_dir(), shared_path("data/gpt2"),
+             data_path("tokenizer_corpus.txt"), dir);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    free(out);
+    snprintf(path, sizeof path, "%s/lr.svg", dir);
+    char *svg = read_text(path);
+    assert_xml(svg, strlen(svg), "appendix-d --plot");
+    ck_assert_int_eq(count(svg, "<svg"), 3); /* the figure, the losses, the learning rate */
+    ck_assert_int_eq(count(svg, "stroke-width=\"1.5\""), 3);
+    ck_assert_msg(strstr(svg, ">The learning rate (appendix D)</text>") != NULL, "the learning rate's plot");
+    free(svg);
+    remove_dir(dir);
+}
+END_TEST
+
 START_TEST(test_train_pictures) {
     char *dir = temp_dir(), cmd[1024], path[512];
     snprintf(path, sizeof path, "%s/text.txt", dir);
@@ -649,6 +669,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_article_html_in_chromium);
     tcase_add_test(tc, test_gpt_html);
     tcase_add_test(tc, test_train_pictures);
+    tcase_add_test(tc, test_appendix_d_plot);
     tcase_add_test(tc, test_minimal_example);
     tcase_add_test(tc, test_programs_help);
     suite_add_tcase(s, tc);
