@@ -1070,10 +1070,8 @@ static int cmd_train(const Flags *a) {
         pos.epoch = epoch + 1, pos.batches_done = -1; /* the next epoch, from its start */
     }
     live_clear(&live);
-    bool log_bad = false; /* flushed, checked and closed, in this order, whatever fails */
-    if (log) log_bad = fflush(log) != 0, log_bad = ferror(log) || log_bad, log_bad = fclose(log) != 0 || log_bad;
-    if (log_bad) {           /* log.close() */
-        fprintf(stderr, "gpt: writing --log %s failed: %s\n", a->log, strerror(errno ? errno : EIO));
+    if (log && !ac_close_output(log)) {           /* log.close() */
+        fprintf(stderr, "gpt: writing --log %s failed: %s\n", a->log, strerror(errno));
         rc = 1;
     }
     log = NULL;

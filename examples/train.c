@@ -573,10 +573,8 @@ int main(int argc, char **argv) {
         }
     }
 done:
-    bool log_bad = false; /* flushed, checked and closed, in this order, whatever fails */
-    if (log) log_bad = fflush(log) != 0, log_bad = ferror(log) || log_bad, log_bad = fclose(log) != 0 || log_bad;
-    if (log_bad) {
-        fprintf(stderr, "train: writing --log %s failed: %s\n", a.log, strerror(errno ? errno : EIO));
+    if (log && !ac_close_output(log)) {
+        fprintf(stderr, "train: writing --log %s failed: %s\n", a.log, strerror(errno));
         rc = 1;
     }
     free(curve.step), free(curve.loss), free(curve.mean);

@@ -49,6 +49,9 @@ void ac_bump_version(Tensor *t);
  * also creates and removes PATH.tmp, so that an unwritable place fails now,
  * before hours of work. */
 bool ac_output_path_check(const char *path, bool try_write, char *err, size_t errlen);
+/* fclose(f) of a file written in place (a log): flushed, its error flag checked and closed, in
+ * this order, whatever fails; false with errno saying why (EIO where the stream kept none). */
+bool ac_close_output(FILE *f);
 
 /* ---- kernels -------------------------------------------------------------------- */
 /* The 2-norm of n contiguous floats, in PyTorch 1.13's CPU order (kernels/norm2.c):

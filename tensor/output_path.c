@@ -54,3 +54,12 @@ bool ac_output_path_check(const char *path, bool try_write, char *err, size_t er
     errno = e;
     return f != NULL;
 }
+
+bool ac_close_output(FILE *f) {
+    bool ok = fflush(f) == 0;
+    int e = errno;
+    ok = !ferror(f) && ok;
+    if (fclose(f) != 0) ok = false, e = errno;
+    errno = ok ? 0 : e ? e : EIO;
+    return ok;
+}
