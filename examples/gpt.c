@@ -141,7 +141,6 @@ typedef struct {
     const char *prompt, *log, *save, *load, *plot, *gpt2, *html;
     bool context_given;
     double warmup, initial_lr, min_lr, clip; /* appendix-d */
-    char warmup_text[32];
     int cmd;                                 /* the command's index in commands[] */
     bool given_context, given_emb_dim, given_heads, given_layers, given_drop; /* against a --load file's config */
 } Flags;
@@ -235,8 +234,6 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     if (cli_given(&spec, &args, "--data") && !(TRAINING & ON(a->cmd)) && !trains_tokenizer)
         return bad_flags("--data goes with train and appendix-d (or with --tokenizer train:N, which learns from it), not %s",
                          a->command);
-    if (cli_given(&spec, &args, "--save-tokenizer") && !trains_tokenizer && a->cmd != TOKENIZE)
-        return bad_flags("--save-tokenizer goes with tokenize (or with --tokenizer train:N), not %s", a->command);
     if (a->gpt2) {
         static const char *const sizes[] = {"--emb-dim", "--heads", "--layers", "--drop", "--qkv-bias", NULL};
         for (int k = 0; sizes[k]; k++)
@@ -258,12 +255,14 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     bool train = a->cmd == TRAIN, appd = a->cmd == APPENDIX_D;
     if (a->context < 0) a->context = train || appd ? 256 : 1024;               /* a.context or (256 if train else 1024) */
     if (!a->prompt) a->prompt = train || appd ? "Every effort moves you" : "Hello, I am";
-    if (a->sample_tokens < 0) a->sample_tokens = train ? 50 : appd ? 50 : 6;
+    if (a->sample_tokens < 0) a->sample_tokens = train || appd ? 50 : 6;
     if (isnan(a->lr)) a->lr = appd ? 0.001 : 0.0004;                            /* a.lr if given else (0.001 if appd else 0.0004) */
     if (a->epochs < 0) a->epochs = appd ? 15 : 10;
-    if (appd && a->warmup >= 1)
-        return bad_flags("--warmup %s is the share of all steps spent warming up: a number from 0 to below 1",
-                         (snprintf(a->warmup_text, sizeof a->warmup_text, "%g", a->warmup), a->warmup_text));
+    if (appd && a->warmup >= 1) {
+        char w[32];
+        snprintf(w, sizeof w, "%g", a->warmup);
+        return bad_flags("--warmup %s is the share of all steps spent warming up: a number from 0 to below 1", w);
+    }
     if (appd && a->min_lr > a->lr) {
         fprintf(stderr, "gpt: --min-lr %g is above the peak learning rate --lr %g: the cosine decay goes down to it "
                 "(gpt --help lists the flags)\n", a->min_lr, a->lr);
