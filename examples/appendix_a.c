@@ -319,6 +319,12 @@ static void appendix_error(ac_error_kind kind, const char *msg, void *user) {
     exit(1);
 }
 
+static int run_appendix_a(void *unused) {
+    (void)unused;
+    appendix_a();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     ac_set_error_handler(appendix_error, NULL);
     ac_set_exact(true); /* PyTorch's sums, digit for digit */
@@ -341,7 +347,7 @@ int main(int argc, char **argv) {
         return ac_finish_output("appendix_a", 0);
     }
     page.html = true;
-    int rc = ac_page_of_run("appendix_a", html, appendix_a, write_page); /* the run's output, section by section, on the page */
+    int rc = ac_page_of_run("appendix_a", html, run_appendix_a, NULL, write_page); /* the run's output, section by section, on the page */
     if (rc) return rc;
     ac_shutdown();
     return ac_finish_output("appendix_a", 0);

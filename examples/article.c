@@ -341,6 +341,12 @@ static void article_error(ac_error_kind kind, const char *msg, void *user) {
     exit(1);
 }
 
+static int run_article(void *unused) {
+    (void)unused;
+    article();
+    return 0;
+}
+
 int main(int argc, char **argv) {
     ac_set_error_handler(article_error, NULL);
     ac_set_exact(true); /* the article's numbers digit for digit: reference BLAS's sums (see tensor.h) */
@@ -369,7 +375,7 @@ int main(int argc, char **argv) {
         return ac_finish_output("article", 0);
     }
     pic.html = true;
-    int rc = ac_page_of_run("article", html, article, write_page); /* the run's output, section by section, on the page */
+    int rc = ac_page_of_run("article", html, run_article, NULL, write_page); /* the run's output, section by section, on the page */
     if (rc) return rc;
     ac_shutdown();
     return ac_finish_output("article", 0);

@@ -1232,52 +1232,13 @@ out:
 
 /* gpt train --html FILE: the run with stdout going to a temporary file, so that the page can show it,
  * then printed as usual, then the page. */
-static int train_with_page(const Flags *a) {
-    char err[512];
-    if (!ac_output_path_check(a->html, true, err, sizeof err)) {
-        fprintf(stderr, "gpt: --html %s\n", err);
-        return 1;
-    }
-    FILE *cap = tmpfile();
-    int saved = dup(1);
-    if (!cap || saved < 0) {
-        fprintf(stderr, "gpt: --html: no temporary file: %s\n", strerror(errno));
-        return 1;
-    }
-    fflush(stdout);
-    dup2(fileno(cap), 1);
+static int train_for_page(void *flags) {
     page_wanted = true;
-    int rc = cmd_train(a);
-    fflush(stdout);
-    dup2(saved, 1);
-    close(saved);
-    long n = lseek(fileno(cap), 0, SEEK_END);
-    char *out = n >= 0 ? malloc((size_t)n + 1) : NULL;
-    rewind(cap);
-    if (!out || fread(out, 1, (size_t)n, cap) != (size_t)n) {
-        fprintf(stderr, "gpt: --html: cannot read back the output\n");
-        fclose(cap);
-        free(out);
-        return 1;
-    }
-    out[n] = 0;
-    fclose(cap);
-    fwrite(out, 1, (size_t)n, stdout);
-    if (rc == 0) {
-        FILE *page = fopen(a->html, "wb");
-        if (!page) {
-            fprintf(stderr, "gpt: cannot write --html %s: %s\n", a->html, strerror(errno));
-            rc = 1;
-        } else {
-            write_page(page, out, (size_t)n);
-            bool ok = !ferror(page);
-            if (fclose(page) != 0 || !ok) {
-                fprintf(stderr, "gpt: writing --html %s failed\n", a->html);
-                rc = 1;
-            }
-        }
-    }
-    free(out);
+    return cmd_train(flags);
+}
+
+static int train_with_page(const Flags *a) {
+    int rc = ac_page_of_run("gpt", a->html, train_for_page, (void *)a, write_page);
     free(page_pics.loss_svg), free(page_pics.attn_svg), free(page_pics.topk_svg);
     return rc;
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "extend.h"
 #include "svg.h"
 
 static const char style[] =
@@ -242,21 +243,23 @@ char *ac_draw_to_string(bool (*draw)(FILE *f, void *user), void *user) {
     return text;
 }
 
-int ac_page_of_run(const char *program, const char *html_path, void (*run)(void),
+int ac_page_of_run(const char *program, const char *html_path, int (*run)(void *ctx), void *ctx,
                    void (*write_page)(FILE *page, const char *out, size_t len)) {
-    FILE *page = fopen(html_path, "wb");
+    char err[1200];
+    if (!ac_output_path_check(html_path, true, err, sizeof err)) {
+        fprintf(stderr, "%s: --html %s\n", program, err);
+        return 1;
+    }
     FILE *cap = tmpfile();
-    int saved = dup(1);
-    if (!page || !cap || saved < 0) {
-        fprintf(stderr, "%s: cannot write %s: %s\n", program, html_path, strerror(errno));
-        if (page) fclose(page);
+    int saved = cap ? dup(1) : -1;
+    if (saved < 0) {
+        fprintf(stderr, "%s: --html: no temporary file for the output: %s\n", program, strerror(errno));
         if (cap) fclose(cap);
-        if (saved >= 0) close(saved);
         return 1;
     }
     fflush(stdout);
     dup2(fileno(cap), 1);
-    run();
+    int rc = run(ctx);
     fflush(stdout);
     dup2(saved, 1);
     close(saved);
@@ -266,18 +269,26 @@ int ac_page_of_run(const char *program, const char *html_path, void (*run)(void)
     bool read = out && fread(out, 1, (size_t)n, cap) == (size_t)n;
     fclose(cap);
     if (!read) {
-        fprintf(stderr, "%s: cannot read back the output\n", program);
+        fprintf(stderr, "%s: --html: cannot read back the output\n", program);
         free(out);
-        fclose(page);
         return 1;
     }
+    out[n] = 0;
     fwrite(out, 1, (size_t)n, stdout);
-    write_page(page, out, (size_t)n);
-    free(out);
-    bool ok = !ferror(page);
-    if (fclose(page) != 0 || !ok) {
-        fprintf(stderr, "%s: writing %s failed\n", program, html_path);
-        return 1;
+    if (rc == 0) { /* a run that failed leaves no page */
+        FILE *page = fopen(html_path, "wb");
+        if (!page) {
+            fprintf(stderr, "%s: cannot write --html %s: %s\n", program, html_path, strerror(errno));
+            rc = 1;
+        } else {
+            write_page(page, out, (size_t)n);
+            bool ok = !ferror(page);
+            if (fclose(page) != 0 || !ok) {
+                fprintf(stderr, "%s: writing --html %s failed\n", program, html_path);
+                rc = 1;
+            }
+        }
     }
-    return 0;
+    free(out);
+    return rc;
 }

@@ -92,11 +92,12 @@ void ac_page_output(FILE *f, const char *text, size_t len);
 void ac_page_figures(FILE *f, int n, const char *const *svgs, const char *const *captions);
 void ac_page_section_end(FILE *f);
 void ac_page_end(FILE *f, const char *footer_html);
-/* A program's reader's page of its own run (article --html, appendix_a --html): run() with stdout
- * captured, so that each section knows where its output starts; then the output printed as usual
- * and write_page(page, output, length) into html_path. The exit status, after a message naming
- * program and path where something failed. */
-int ac_page_of_run(const char *program, const char *html_path, void (*run)(void),
+/* A program's reader's page of its own run (article, appendix_a and gpt train with --html): the
+ * path checked first; run(ctx) with stdout captured, so that each section knows where its output
+ * starts; the output printed as usual; then, if run returned 0, write_page(page, output, length)
+ * into html_path (the output NUL-terminated). run's status, or 1 after a message naming program
+ * and path where the page failed. */
+int ac_page_of_run(const char *program, const char *html_path, int (*run)(void *ctx), void *ctx,
                    void (*write_page)(FILE *page, const char *out, size_t len));
 /* A line of C split into its code and its trailing comment (`// ...` or
  * `/ * ... * /`), which in this project's examples is the Python the line
