@@ -54,18 +54,30 @@ void GPTDatasetV1_free(GPTDatasetV1 *ds) {
     free(ds);
 }
 
-DataLoader DataLoader_new(const GPTDatasetV1 *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
+/* ---- what both loaders share: the batch size's check, their length, a batch's rows, the draws ---- */
+
+static void check_batch_size(int64_t batch_size) {
     if (batch_size < 1)
-        ac_raise(AC_VALUE_ERROR,
-                          "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
-                          (long long)batch_size);
+        ac_raise(AC_VALUE_ERROR, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
+                 (long long)batch_size);
+}
+
+/* len(loader): n samples in batches of b, the last one dropped when short and drop_last */
+static int64_t batches(int64_t n, int64_t b, bool drop_last) { return drop_last ? n / b : (n + b - 1) / b; }
+
+/* The rows of batch number next: 0 when the sampler is exhausted (or only a short last batch is
+ * left and drop_last). */
+static int64_t batch_rows(int64_t n, int64_t b, int64_t next, bool drop_last) {
+    int64_t first = next * b, rows = n - first < b ? n - first : b;
+    return rows <= 0 || (drop_last && rows < b) ? 0 : rows;
+}
+
+DataLoader DataLoader_new(const GPTDatasetV1 *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
+    check_batch_size(batch_size);
     return (DataLoader){dataset, batch_size, shuffle, drop_last};
 }
 
-int64_t DataLoader_len(const DataLoader *l) {
-    int64_t n = l->dataset->n;
-    return l->drop_last ? n / l->batch_size : (n + l->batch_size - 1) / l->batch_size;
-}
+int64_t DataLoader_len(const DataLoader *l) { return batches(l->dataset->n, l->batch_size, l->drop_last); }
 
 /* torch.empty((), dtype=torch.int64).random_().item() */
 static int64_t draw_int64(void) {
@@ -107,8 +119,8 @@ bool DataLoaderIter_next(DataLoaderIter *it, Tensor **input, Tensor **target) {
         it->started = true;
         it->order = sampler_order(n, l->shuffle);
     }
-    int64_t b = l->batch_size, first = it->next * b, rows = n - first < b ? n - first : b;
-    if (rows <= 0 || (l->drop_last && rows < b)) {
+    int64_t first = it->next * l->batch_size, rows = batch_rows(n, l->batch_size, it->next, l->drop_last);
+    if (rows == 0) {
         DataLoaderIter_free(it);
         return false;
     }
@@ -139,7 +151,7 @@ DataLoader create_dataloader_v1(const char *txt, size_t len, Tokenizer *tokenize
         snprintf(err, errlen, "create_dataloader_v1: num_workers must be 0 here (the batches are made on the calling thread)");
         return l;
     }
-    if (batch_size < 1) {
+    if (batch_size < 1) { /* check_batch_size's words, as a message rather than an error */
         snprintf(err, errlen, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
                  (long long)batch_size);
         return l;
@@ -169,16 +181,11 @@ void TensorDataset_getitem(const TensorDataset *ds, int64_t i, Tensor **x, Tenso
 }
 
 TensorDataLoader TensorDataLoader_new(const TensorDataset *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
-    if (batch_size < 1)
-        ac_raise(AC_VALUE_ERROR, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
-                 (long long)batch_size);
+    check_batch_size(batch_size);
     return (TensorDataLoader){dataset, batch_size, shuffle, drop_last};
 }
 
-int64_t TensorDataLoader_len(const TensorDataLoader *l) {
-    int64_t n = l->dataset->n;
-    return l->drop_last ? n / l->batch_size : (n + l->batch_size - 1) / l->batch_size;
-}
+int64_t TensorDataLoader_len(const TensorDataLoader *l) { return batches(l->dataset->n, l->batch_size, l->drop_last); }
 
 TensorDataLoaderIter TensorDataLoader_iter(const TensorDataLoader *l) {
     return (TensorDataLoaderIter){l, draw_int64(), 0, NULL, false, false}; /* the iterator's base seed */
@@ -204,8 +211,8 @@ bool TensorDataLoaderIter_next(TensorDataLoaderIter *it, Tensor **x, Tensor **y)
         it->started = true;
         it->order = sampler_order(n, l->shuffle);
     }
-    int64_t b = l->batch_size, first = it->next * b, rows = n - first < b ? n - first : b;
-    if (rows <= 0 || (l->drop_last && rows < b)) {
+    int64_t first = it->next * l->batch_size, rows = batch_rows(n, l->batch_size, it->next, l->drop_last);
+    if (rows == 0) {
         TensorDataLoaderIter_free(it);
         return false;
     }
