@@ -81,25 +81,27 @@ $(B)/article: $(B)/gen/article_sources.h
 # embed_source runs here, on the build machine: HOSTCC builds it (a cross
 # build sets CC=aarch64-linux-gnu-gcc and keeps HOSTCC=cc).
 HOSTCC ?= cc
-$(B)/gen/article_sources.h: examples/article.c nn/attention.c examples/embed_source.c
+$(B)/embed_source: examples/embed_source.c
 	@mkdir -p $(dir $@)
-	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source
-	{ ./$(B)/embed_source article_c_source examples/article.c && \
-	  ./$(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
+	$(HOSTCC) -O1 $< -o $@
+
+# ($(B)/embed_source has a slash in it, so it runs without ./, and an absolute B works too)
+$(B)/gen/article_sources.h: examples/article.c nn/attention.c $(B)/embed_source
+	@mkdir -p $(dir $@)
+	{ $(B)/embed_source article_c_source examples/article.c && \
+	  $(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/appendix_a: $(B)/gen/appendix_a_sources.h
-$(B)/gen/appendix_a_sources.h: examples/appendix_a.c examples/embed_source.c
+$(B)/gen/appendix_a_sources.h: examples/appendix_a.c $(B)/embed_source
 	@mkdir -p $(dir $@)
-	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source_appendix_a
-	./$(B)/embed_source_appendix_a appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
+	$(B)/embed_source appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
 
 $(B)/gpt: $(B)/gen/gpt_sources.h
-$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c examples/embed_source.c
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c $(B)/embed_source
 	@mkdir -p $(dir $@)
-	$(HOSTCC) -O1 examples/embed_source.c -o $(B)/embed_source_gpt
-	{ ./$(B)/embed_source_gpt gpt_example_source examples/gpt.c && \
-	  ./$(B)/embed_source_gpt gpt_model_source nn/gpt/gpt.c && \
-	  ./$(B)/embed_source_gpt gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
+	{ $(B)/embed_source gpt_example_source examples/gpt.c && \
+	  $(B)/embed_source gpt_model_source nn/gpt/gpt.c && \
+	  $(B)/embed_source gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
