@@ -4,6 +4,7 @@
 #include "tests.h"
 
 Suite *suite_appendix_a(void); /* tests/test_appendix_a.c */
+Suite *suite_spam_data(void); /* tests/test_spam_data.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -33,6 +34,7 @@ int main(void) {
     srunner_add_suite(sr, suite_gpt());
     srunner_add_suite(sr, suite_build());
     srunner_add_suite(sr, suite_appendix_a());
+    srunner_add_suite(sr, suite_spam_data());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
