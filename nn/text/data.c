@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "data.h"
+#include "loader_impl.h"
 
 GPTDatasetV1 *GPTDatasetV1_from_ids(const int64_t *ids, int64_t n_ids, int64_t max_length, int64_t stride, char *err,
                                     size_t errlen) {
@@ -56,31 +57,31 @@ void GPTDatasetV1_free(GPTDatasetV1 *ds) {
 
 /* ---- what both loaders share: the batch size's check, their length, a batch's rows, the draws ---- */
 
-static void check_batch_size(int64_t batch_size) {
+void dataloader_check_batch_size(int64_t batch_size) {
     if (batch_size < 1)
         ac_raise(AC_VALUE_ERROR, "DataLoader: batch_size should be a positive integer value, but got batch_size=%lld",
                  (long long)batch_size);
 }
 
 /* len(loader): n samples in batches of b, the last one dropped when short and drop_last */
-static int64_t batches(int64_t n, int64_t b, bool drop_last) { return drop_last ? n / b : (n + b - 1) / b; }
+int64_t dataloader_batches(int64_t n, int64_t b, bool drop_last) { return drop_last ? n / b : (n + b - 1) / b; }
 
 /* The rows of batch number next: 0 when the sampler is exhausted (or only a short last batch is
  * left and drop_last). */
-static int64_t batch_rows(int64_t n, int64_t b, int64_t next, bool drop_last) {
+int64_t dataloader_batch_rows(int64_t n, int64_t b, int64_t next, bool drop_last) {
     int64_t first = next * b, rows = n - first < b ? n - first : b;
     return rows <= 0 || (drop_last && rows < b) ? 0 : rows;
 }
 
 DataLoader DataLoader_new(const GPTDatasetV1 *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
-    check_batch_size(batch_size);
+    dataloader_check_batch_size(batch_size);
     return (DataLoader){dataset, batch_size, shuffle, drop_last};
 }
 
-int64_t DataLoader_len(const DataLoader *l) { return batches(l->dataset->n, l->batch_size, l->drop_last); }
+int64_t DataLoader_len(const DataLoader *l) { return dataloader_batches(l->dataset->n, l->batch_size, l->drop_last); }
 
 /* torch.empty((), dtype=torch.int64).random_().item() */
-static int64_t draw_int64(void) {
+int64_t dataloader_draw_int64(void) {
     ac_mark m = ac_arena_mark();
     Tensor *t = torch_random_(torch_empty(0, NULL, AC_INT64));
     int64_t v = ((int64_t *)t->data)[t->offset];
@@ -90,17 +91,17 @@ static int64_t draw_int64(void) {
 
 DataLoaderIter DataLoader_iter(const DataLoader *l) {
     /* _BaseDataLoaderIter.__init__: self._base_seed = torch.empty((), dtype=torch.int64).random_().item() */
-    return (DataLoaderIter){l, draw_int64(), 0, NULL, false, false};
+    return (DataLoaderIter){l, dataloader_draw_int64(), 0, NULL, false, false};
 }
 
 /* The sampler's order of n samples (malloc'd), drawn when the first batch is asked for. */
-static int64_t *sampler_order(int64_t n, bool shuffle) {
+int64_t *dataloader_sampler_order(int64_t n, bool shuffle) {
     int64_t *order = ac_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
     if (shuffle) {
         /* RandomSampler.__iter__: seed = int(torch.empty((), dtype=torch.int64).random_().item());
          * generator = torch.Generator(); generator.manual_seed(seed); torch.randperm(n, generator=generator) */
         torch_Generator g;
-        torch_generator_manual_seed(&g, (uint64_t)draw_int64());
+        torch_generator_manual_seed(&g, (uint64_t)dataloader_draw_int64());
         ac_mark m = ac_arena_mark();
         Tensor *perm = torch_randperm_gen(n, &g);
         memcpy(order, perm->data, sizeof(int64_t) * (size_t)n);
@@ -117,9 +118,9 @@ bool DataLoaderIter_next(DataLoaderIter *it, Tensor **input, Tensor **target) {
     if (it->done) return false;
     if (!it->started) { /* the sampler starts at the first batch */
         it->started = true;
-        it->order = sampler_order(n, l->shuffle);
+        it->order = dataloader_sampler_order(n, l->shuffle);
     }
-    int64_t first = it->next * l->batch_size, rows = batch_rows(n, l->batch_size, it->next, l->drop_last);
+    int64_t first = it->next * l->batch_size, rows = dataloader_batch_rows(n, l->batch_size, it->next, l->drop_last);
     if (rows == 0) {
         DataLoaderIter_free(it);
         return false;
@@ -181,14 +182,14 @@ void TensorDataset_getitem(const TensorDataset *ds, int64_t i, Tensor **x, Tenso
 }
 
 TensorDataLoader TensorDataLoader_new(const TensorDataset *dataset, int64_t batch_size, bool shuffle, bool drop_last) {
-    check_batch_size(batch_size);
+    dataloader_check_batch_size(batch_size);
     return (TensorDataLoader){dataset, batch_size, shuffle, drop_last};
 }
 
-int64_t TensorDataLoader_len(const TensorDataLoader *l) { return batches(l->dataset->n, l->batch_size, l->drop_last); }
+int64_t TensorDataLoader_len(const TensorDataLoader *l) { return dataloader_batches(l->dataset->n, l->batch_size, l->drop_last); }
 
 TensorDataLoaderIter TensorDataLoader_iter(const TensorDataLoader *l) {
-    return (TensorDataLoaderIter){l, draw_int64(), 0, NULL, false, false}; /* the iterator's base seed */
+    return (TensorDataLoaderIter){l, dataloader_draw_int64(), 0, NULL, false, false}; /* the iterator's base seed */
 }
 
 /* default_collate: torch.stack of the samples' rows, in the sampler's order */
@@ -209,9 +210,9 @@ bool TensorDataLoaderIter_next(TensorDataLoaderIter *it, Tensor **x, Tensor **y)
     if (it->done) return false;
     if (!it->started) {
         it->started = true;
-        it->order = sampler_order(n, l->shuffle);
+        it->order = dataloader_sampler_order(n, l->shuffle);
     }
-    int64_t first = it->next * l->batch_size, rows = batch_rows(n, l->batch_size, it->next, l->drop_last);
+    int64_t first = it->next * l->batch_size, rows = dataloader_batch_rows(n, l->batch_size, it->next, l->drop_last);
     if (rows == 0) {
         TensorDataLoaderIter_free(it);
         return false;
