@@ -200,9 +200,9 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
         ac_error("MultiHeadAttention: the input has %lld tokens, but the causal mask was built for context_length=%lld",
                  (long long)t, (long long)self->context_length);
     /* queries = self.W_query(x).view(b, t, h, dh).transpose(1, 2)   # (b, h, t, dh) */
-    Tensor *queries = torch_transpose(torch_view(nn_Linear_forward(self->W_query, x), SHAPE(b, t, h, dh)), 1, 2);
-    Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(self->W_key, x), SHAPE(b, t, h, dh)), 1, 2);
-    Tensor *values = torch_transpose(torch_view(nn_Linear_forward(self->W_value, x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *queries = torch_transpose(torch_view(nn_call(&self->module, "W_query", x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *keys = torch_transpose(torch_view(nn_call(&self->module, "W_key", x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *values = torch_transpose(torch_view(nn_call(&self->module, "W_value", x), SHAPE(b, t, h, dh)), 1, 2);
     Tensor *heads_out;
     if (self->fused) { /* F.scaled_dot_product_attention(queries, keys, values, dropout_p, is_causal=True) */
         double p = self->module.training ? self->dropout->p : 0.0;
@@ -219,5 +219,5 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
     }
     /* context = (...).transpose(1, 2).contiguous().view(b, t, h * dh) */
     Tensor *context = torch_view(torch_contiguous(torch_transpose(heads_out, 1, 2)), SHAPE(b, t, h * dh));
-    return nn_Linear_forward(self->out_proj, context);       /* return self.out_proj(context) */
+    return nn_call(&self->module, "out_proj", context);      /* return self.out_proj(context) */
 }

@@ -66,6 +66,57 @@ Tensor *nn_forward(nn_Module *m, Tensor *x) {
     return m->forward(m, x);
 }
 
+static int child_index(nn_Module *m, const char *name) {
+    for (int i = 0; i < m->n_children; i++)
+        if (strcmp(m->children[i].name, name) == 0) return i;
+    return -1;
+}
+
+nn_Module *nn_get_submodule(nn_Module *m, const char *name) {
+    check_module(m, "get_submodule");
+    int i = child_index(m, name);
+    if (i < 0) ac_raise(AC_RUNTIME_ERROR, "'%s' object has no attribute '%s'", m->type, name); /* AttributeError */
+    return m->children[i].m;
+}
+
+/* self.W_query(x): the child registered under that name now, which replace_linear_with_lora may
+ * have swapped for a LinearWithLoRA (a lookup among a handful of names, once per call) */
+Tensor *nn_call(nn_Module *m, const char *name, Tensor *x) { return nn_forward(nn_get_submodule(m, name), x); }
+
+static bool contains(nn_Module *tree, nn_Module *m) {
+    if (tree == m) return true;
+    for (int i = 0; i < tree->n_children; i++)
+        if (contains(tree->children[i].m, m)) return true;
+    return false;
+}
+
+nn_Module *nn_setattr(nn_Module *m, const char *name, nn_Module *child) {
+    check_module(m, "setattr");
+    check_module(child, "setattr");
+    int i = child_index(m, name);
+    if (i < 0) return nn_register_module(m, name, child);
+    nn_Module *old = m->children[i].m;
+    m->children[i].m = child;                   /* the same place in registration order, as PyTorch's _modules */
+    if (!contains(child, old)) nn_free(old);    /* nothing holds the old one any more: Python's GC would drop it */
+    return child;
+}
+
+void nn_requires_grad_(nn_Module *m, bool requires_grad) {
+    check_module(m, "requires_grad_");
+    for (int i = 0; i < m->n_params; i++) torch_requires_grad_(m->params[i].t, requires_grad);
+    for (int i = 0; i < m->n_children; i++) nn_requires_grad_(m->children[i].m, requires_grad);
+}
+
+int64_t nn_num_trainable_parameters(nn_Module *m) {
+    ac_mark mk = ac_arena_mark();
+    nn_TensorList l = nn_named_parameters(m);
+    int64_t n = 0;
+    for (int i = 0; i < l.n; i++)
+        if (l.tensors[i]->requires_grad) n += torch_numel(l.tensors[i]);
+    ac_arena_release(mk);
+    return n;
+}
+
 /* named_modules() order: the module itself, then each child depth-first. */
 typedef struct { int n; size_t ncap, tcap; const char **names; Tensor **tensors; } List;
 

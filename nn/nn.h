@@ -68,6 +68,24 @@ Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* 
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a ac_persist tensor, no copy */
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
 Tensor *nn_forward(nn_Module *m, Tensor *x);
+/* What Python does with a module's attributes, for the modules registered under names:
+ *     model.out_head                        nn_get_submodule(&model->module, "out_head")
+ *     self.W_query(x)                       nn_call(&self->module, "W_query", x)
+ *     model.out_head = nn.Linear(768, 2)    model->out_head = (nn_Linear *)nn_setattr(&model->module, "out_head",
+ *                                                                &nn_Linear_new(768, 2, true)->module);
+ *     model.requires_grad_(False)           nn_requires_grad_(&model->module, false)
+ *     (for p in model.parameters(): p.requires_grad = False: the same)
+ *     sum(p.numel() for p in model.parameters() if p.requires_grad)
+ *                                           nn_num_trainable_parameters(&model->module)
+ * nn_setattr keeps the name's place in registration order and frees the module it replaces,
+ * unless the new one holds it (LinearWithLoRA(linear) takes the Linear it wraps); a new name is
+ * registered. A typed field (model->out_head) is the caller's to update, as above. The modules of
+ * this library call their children through nn_call, so a replaced child is the one that runs. */
+nn_Module *nn_get_submodule(nn_Module *m, const char *name);
+Tensor *nn_call(nn_Module *m, const char *name, Tensor *x);
+nn_Module *nn_setattr(nn_Module *m, const char *name, nn_Module *child);
+void nn_requires_grad_(nn_Module *m, bool requires_grad);
+int64_t nn_num_trainable_parameters(nn_Module *m);
 nn_TensorList nn_named_parameters(nn_Module *m);  /* "attn.W_query.weight", registration order */
 nn_TensorList nn_state_dict(nn_Module *m);        /* parameters and buffers, PyTorch's order */
 int64_t nn_num_parameters(nn_Module *m);
@@ -160,6 +178,27 @@ typedef struct { nn_Module module; } nn_Sequential;
 nn_Sequential *nn_Sequential_new(int n, nn_Module *const *modules);
 nn_Module *nn_Sequential_get(nn_Sequential *self, int i); /* self[i] (negative from the end) */
 Tensor *nn_Sequential_forward(nn_Sequential *self, Tensor *x);
+
+/* ---- appendix E: LoRA (nn/lora.c) --------------------------------------------------
+ *     torch.nn.init.kaiming_uniform_(t, a=math.sqrt(5))   nn_init_kaiming_uniform_(t, sqrt(5))
+ *     LoRALayer(in_dim, out_dim, rank, alpha)             nn_LoRALayer_new(in_dim, out_dim, rank, alpha)
+ *         A (in_dim, rank) kaiming-uniform, B (rank, out_dim) zeros;
+ *         forward(x) = (alpha / rank) * (x @ A @ B)
+ *     LinearWithLoRA(linear, rank, alpha)                 nn_LinearWithLoRA_new(linear, rank, alpha)
+ *         forward(x) = linear(x) + lora(x); it takes the Linear (nn_free frees it with it)
+ *     replace_linear_with_lora(model, rank, alpha)        nn_replace_linear_with_lora(&model->module, rank, alpha)
+ *         every Linear under model, depth first in registration order, replaced in place by a
+ *         LinearWithLoRA around it (each A drawn then, from the current generator). Typed fields
+ *         (att->W_query) still point at the Linear, now its .linear; forwards reach the wrapper
+ *         through nn_call. Its state_dict names are PyTorch's: ...W_query.linear.weight, ...W_query.lora.A. */
+Tensor *nn_init_kaiming_uniform_(Tensor *t, double a);
+typedef struct { nn_Module module; Tensor *A, *B; double alpha; int64_t rank; } nn_LoRALayer;
+nn_LoRALayer *nn_LoRALayer_new(int64_t in_dim, int64_t out_dim, int64_t rank, double alpha);
+Tensor *nn_LoRALayer_forward(nn_LoRALayer *self, Tensor *x);
+typedef struct { nn_Module module; nn_Linear *linear; nn_LoRALayer *lora; } nn_LinearWithLoRA;
+nn_LinearWithLoRA *nn_LinearWithLoRA_new(nn_Linear *linear, int64_t rank, double alpha);
+Tensor *nn_LinearWithLoRA_forward(nn_LinearWithLoRA *self, Tensor *x);
+void nn_replace_linear_with_lora(nn_Module *model, int64_t rank, double alpha);
 
 /* ---- the article's attention classes ------------------------------------------ */
 

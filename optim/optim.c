@@ -23,8 +23,8 @@ static optim_Optimizer *make(optim_kind kind, nn_TensorList params, double lr, d
         const char *name = params.names && params.names[i] ? params.names[i] : "?";
         if (!p) ac_raise(AC_TYPE_ERROR, "%s: parameter %d (%s) is NULL", op, i, name);
         if (p->grad_fn) ac_raise(AC_VALUE_ERROR, "%s: can't optimize a non-leaf Tensor (parameter %d, %s)", op, i, name);
-        if (!p->requires_grad) /* PyTorch would keep it and never change it; here it is a mistake to say */
-            ac_raise(AC_VALUE_ERROR, "%s: parameter %d (%s) does not require grad", op, i, name);
+        /* one that does not require grad is kept, as PyTorch keeps it: it never gets a gradient, and
+         * step skips it (the book passes model.parameters() with most of them frozen) */
     }
     size_t n = (size_t)params.n;
     size_t head = (sizeof(optim_Optimizer) + sizeof(double) - 1) / sizeof(double) * sizeof(double);

@@ -111,6 +111,23 @@ Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **
     return node;
 }
 
+/* A leaf's gradient buffer, made when its first gradient arrives (as PyTorch makes .grad then, so
+ * a frozen weight costs no memory). It shares the leaf's lifetime: persistent leaves get a
+ * persistent buffer, arena leaves one in the arena. */
+static Tensor *leaf_gradbuf(Tensor *t) {
+    TensorImpl *ti = ac_impl(t);
+    if (!ti->gradbuf) {
+        if (t->persistent) {
+            ti->gradbuf = ac_persist_zeros(AC_FLOAT32, t->ndim, t->shape);
+        } else {
+            bool was = ac_gbuf_suspend(); /* made in a backward, and kept */
+            ti->gradbuf = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
+            ac_gbuf_resume(was);
+        }
+    }
+    return ti->gradbuf;
+}
+
 Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
     ac_check_defined(t, "requires_grad_");
     if (t->grad_fn) {
@@ -123,18 +140,13 @@ Tensor *torch_requires_grad_(Tensor *t, bool requires_grad) {
     if (requires_grad && t->dtype != AC_FLOAT32)
         ac_error("requires_grad_: only Tensors of floating point dtype can require gradients (got %s)",
                  ac_dtype_name(t->dtype));
-    TensorImpl *ti = ac_impl(t);
-    if (requires_grad && !ti->gradbuf) {
-        /* The gradient's storage shares the leaf's lifetime: persistent leaves
-         * get a persistent buffer, arena leaves one in the arena. */
-        bool was = ac_gbuf_suspend(); /* made in a backward too, and kept */
-        Tensor *z = ac_new_zeros(AC_FLOAT32, t->ndim, t->shape);
-        ac_gbuf_resume(was);
-        ti->gradbuf = t->persistent ? ac_persist(z) : z;
-    }
+    /* A parameter's .grad storage comes with its first gradient (leaf_gradbuf), so a frozen weight costs
+     * nothing; an arena leaf's is made now, before the backward whose arena use stays flat. */
+    if (requires_grad && !t->persistent) leaf_gradbuf(t);
     t->requires_grad = requires_grad;
     return t;
 }
+
 
 static void zero_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     memset((float *)ctx + i0, 0, sizeof(float) * (size_t)(i1 - i0));
@@ -164,11 +176,10 @@ int64_t ac_pieces_from = (int64_t)4 << 20, ac_piece_floats = (int64_t)1 << 20; /
 float *ac_leaf_grad(Tensor *x, bool *add) {
     int k = x && running ? input_slot(running, x) : -1;
     if (k < 0 || !running->needs[k] || running->next[k]) return NULL;
-    TensorImpl *xi = ac_impl(x);
-    if (!xi->gradbuf) torch_requires_grad_(x, true);
-    if (x->grad && x->grad != xi->gradbuf) return NULL; /* a .grad someone set: the engine adds to it as a whole */
+    Tensor *buf = leaf_gradbuf(x);
+    if (x->grad && x->grad != buf) return NULL; /* a .grad someone set: the engine adds to it as a whole */
     *add = x->grad != NULL;
-    x->grad = xi->gradbuf;
+    x->grad = buf;
     return x->grad->data;
 }
 
@@ -244,10 +255,9 @@ static void accum(Tensor *x, Tensor *g, bool owned) {
         return;
     }
     if (!fn) { /* a leaf: .grad += g */
-        TensorImpl *xi = ac_impl(x);
-        if (!xi->gradbuf) torch_requires_grad_(x, true);
+        Tensor *buf = leaf_gradbuf(x);
         if (!x->grad) {
-            x->grad = xi->gradbuf;
+            x->grad = buf;
             memcpy(x->grad->data, gd, sizeof(float) * (size_t)n);
         } else {
             add_into(x->grad->data, gd, n);

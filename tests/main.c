@@ -7,6 +7,7 @@ Suite *suite_appendix_a(void); /* tests/test_appendix_a.c */
 Suite *suite_spam_data(void); /* tests/test_spam_data.c */
 Suite *suite_json(void);       /* tests/test_json.c */
 Suite *suite_instruct(void);   /* tests/test_instruct.c */
+Suite *suite_finetune(void);  /* tests/test_finetune.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -39,6 +40,7 @@ int main(void) {
     srunner_add_suite(sr, suite_spam_data());
     srunner_add_suite(sr, suite_json());
     srunner_add_suite(sr, suite_instruct());
+    srunner_add_suite(sr, suite_finetune());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

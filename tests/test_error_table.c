@@ -10,8 +10,7 @@
  * test_error_paths.c), dtypes PyTorch would accept and convert (ours say
  * "expected a tensor of dtype Float"; PyTorch names an internal kernel,
  * '"softmax_lastdim_kernel_impl" not implemented for 'Long''), the module
- * asserts PyTorch raises as AssertionError (num_heads, padding_idx), a
- * parameter that does not require grad (PyTorch keeps it unchanged),
+ * asserts PyTorch raises as AssertionError (num_heads, padding_idx),
  * dropout_p > 0 in the fused attention (PyTorch 2.x's call). */
 #include <math.h>
 #include <stdlib.h>

@@ -179,7 +179,7 @@ Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                
     Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, in_idx),            //     x = self.tok_emb(in_idx) +
                           nn_Embedding_forward(self->pos_emb, torch_arange(seq_len))); //         self.pos_emb(torch.arange(seq_len))
     x = nn_Sequential_forward(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x)); //     x = self.trf_blocks(self.drop_emb(x))
-    return nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, x)); //     return self.out_head(self.final_norm(x))
+    return nn_call(&self->module, "out_head", nn_GPTLayerNorm_forward(self->final_norm, x)); //     return self.out_head(self.final_norm(x))
 }
 
 /* ---- the KV cache ---------------------------------------------------------------------------------- */
@@ -210,9 +210,9 @@ void gpt_KVCache_free(gpt_KVCache *cache) {
 /* MultiHeadAttention.forward for t new tokens at positions p0..p0+t-1, over the cache's keys 0..p0+t-1 */
 static Tensor *cached_attention(nn_MultiHeadAttention *a, Tensor *x, Tensor *K, Tensor *V, int64_t p0) {
     int64_t t = x->shape[1], h = a->num_heads, dh = a->head_dim, T = p0 + t;
-    Tensor *keys = torch_transpose(torch_view(nn_Linear_forward(a->W_key, x), SHAPE(1, t, h, dh)), 1, 2);
-    Tensor *queries = torch_transpose(torch_view(nn_Linear_forward(a->W_query, x), SHAPE(1, t, h, dh)), 1, 2);
-    Tensor *values = torch_transpose(torch_view(nn_Linear_forward(a->W_value, x), SHAPE(1, t, h, dh)), 1, 2);
+    Tensor *keys = torch_transpose(torch_view(nn_call(&a->module, "W_key", x), SHAPE(1, t, h, dh)), 1, 2);
+    Tensor *queries = torch_transpose(torch_view(nn_call(&a->module, "W_query", x), SHAPE(1, t, h, dh)), 1, 2);
+    Tensor *values = torch_transpose(torch_view(nn_call(&a->module, "W_value", x), SHAPE(1, t, h, dh)), 1, 2);
     torch_copy_(torch_slice(K, 2, p0, T), keys);      /* the new keys and values join the cache */
     torch_copy_(torch_slice(V, 2, p0, T), values);
     Tensor *keys_all = torch_slice(K, 2, 0, T), *values_all = torch_slice(V, 2, 0, T);
@@ -221,7 +221,7 @@ static Tensor *cached_attention(nn_MultiHeadAttention *a, Tensor *x, Tensor *K, 
     attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
     Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
     Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values_all), 1, 2), SHAPE(1, t, a->d_out));
-    return nn_Linear_forward(a->out_proj, context);
+    return nn_call(&a->module, "out_proj", context);
 }
 
 Tensor *nn_GPTModel_forward_cached(nn_GPTModel *self, Tensor *new_ids, gpt_KVCache *cache) {
@@ -248,7 +248,7 @@ Tensor *nn_GPTModel_forward_cached(nn_GPTModel *self, Tensor *new_ids, gpt_KVCac
     }
     cache->len = p0 + t;
     Tensor *last = torch_slice(x, 1, t - 1, t);                                   /* only the last token's logits */
-    return torch_select(nn_Linear_forward(self->out_head, nn_GPTLayerNorm_forward(self->final_norm, last)), 1, 0);
+    return torch_select(nn_call(&self->module, "out_head", nn_GPTLayerNorm_forward(self->final_norm, last)), 1, 0);
 }
 
 /* ---- generating ---------------------------------------------------------------------------------- */

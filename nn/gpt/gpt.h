@@ -129,6 +129,25 @@ double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_
 void gpt_evaluate_model(nn_GPTModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,
                         double *train_loss, double *val_loss);
 
+/* ---- chapter 6: the classifier (nn/gpt/classifier.c) --------------------------------------------
+ *     model(x)[:, -1, :]                          gpt_last_token_logits(model, x)
+ *     calc_loss_batch(x, y, model)                gpt_calc_loss_batch_cls(x, y, model)
+ *         (F.cross_entropy(model(x)[:, -1, :], y))
+ *     calc_loss_loader(loader, model, 5)          gpt_calc_loss_loader_cls(&loader, model, 5)   (-1: all)
+ *     calc_accuracy_loader(loader, model, 10)     gpt_calc_accuracy_loader(&loader, model, 10)  (-1: all)
+ *     classify_review(text, model, tokenizer, max_length)
+ *                                                 gpt_classify_review(text, model, tok, max_length, 50256, err, n)
+ * The loaders are TensorDataLoaders of (ids (b, t) int64, labels (b,) int64); each pass draws as
+ * PyTorch's does. calc_accuracy_loader leaves the model in eval mode, as the book's does; the loss is
+ * computed with gradients unless the caller is under no_grad. classify_review returns the label
+ * (1: "spam"), or -1 with a message when the text does not encode. */
+Tensor *gpt_last_token_logits(nn_GPTModel *model, Tensor *input_batch);
+Tensor *gpt_calc_loss_batch_cls(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model);
+double gpt_calc_loss_loader_cls(TensorDataLoader *loader, nn_GPTModel *model, int64_t num_batches);
+double gpt_calc_accuracy_loader(TensorDataLoader *loader, nn_GPTModel *model, int64_t num_batches);
+int gpt_classify_review(const char *text, nn_GPTModel *model, Tokenizer *tokenizer, int64_t max_length,
+                        int64_t pad_token_id, char *err, size_t errlen);
+
 /* ---- checkpoints (nn/gpt_checkpoint.c) ----------------------------------------------------------
  * safetensors: the state_dict under the book's names (trf_blocks.0.att.W_query.weight, ...; the
  * att.mask buffers too, as torch's state_dict has them), then, when opt is given, AdamW's state as
