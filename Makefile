@@ -27,7 +27,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 HDRS     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
-EXAMPLES := article train bench minimal gpt appendix_a
+EXAMPLES := article train bench minimal gpt appendix_a finetune
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
@@ -103,7 +103,7 @@ $(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c $(B)/embed_so
 	  $(B)/embed_source gpt_model_source nn/gpt/gpt.c && \
 	  $(B)/embed_source gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
-$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a
+$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a $(B)/finetune
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
@@ -170,13 +170,22 @@ valgrind-examples: $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)
 	$(VG) ./$(B)/gpt tokenize --tokenizer ../shared/data/gpt2 ../shared/data/the-verdict.txt | $(VG) ./$(B)/gpt tokenize --decode --tokenizer ../shared/data/gpt2 | cmp - ../shared/data/the-verdict.txt
 	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
-valgrind-gpt: $(B)/gpt
+valgrind-gpt: $(B)/gpt $(B)/finetune
 	head -c 1500 tests/data/tokenizer_corpus.txt > $(B)/vg-text.txt
 	$(VG) ./$(B)/gpt train --tokenizer ../shared/data/gpt2 --data $(B)/vg-text.txt --layers 1 --emb-dim 8 --heads 2 \
 	  --context 16 --batch 4 --epochs 1 --eval-freq 4 --eval-iter 1 --sample-tokens 2 --save $(B)/vg-gpt.safetensors \
 	  --plot $(B)/vg-gpt.svg --html $(B)/vg-gpt.html >/dev/null
 	$(VG) ./$(B)/gpt generate --tokenizer ../shared/data/gpt2 --layers 1 --emb-dim 8 --heads 2 --context 16 \
 	  --load $(B)/vg-gpt.safetensors --temperature 1 --top-k 5 --sample-tokens 3 >/dev/null
+	$(VG) ./$(B)/finetune classify --threads 1 --tokenizer ../shared/data/gpt2 --epochs 1 --eval-freq 5 --lora 2 \
+	  --print-model --plot $(B)/vg-cls.svg --save $(B)/vg-cls.safetensors >/dev/null
+	$(VG) ./$(B)/finetune classify --threads 1 --tokenizer ../shared/data/gpt2 --lora 2 --load $(B)/vg-cls.safetensors >/dev/null
+	./$(B)/finetune instruct --tokenizer ../shared/data/gpt2 --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 \
+	  --max-new-tokens 2 --save $(B)/vg-ins.safetensors >/dev/null
+	$(VG) ./$(B)/finetune instruct --threads 1 --tokenizer ../shared/data/gpt2 --load $(B)/vg-ins.safetensors \
+	  --subset 8 --batch 4 --allowed-max-length 24 --max-new-tokens 2 --responses $(B)/vg-ins.json >/dev/null
+	$(VG) ./$(B)/finetune instruct --threads 1 --tokenizer ../shared/data/gpt2 --load $(B)/vg-ins.safetensors \
+	  --prompt "Name a color." --max-new-tokens 3 >/dev/null
 
 # builds everything README's next lines run, then the toy model's demo (every 100th step, a sample)
 run: all

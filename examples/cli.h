@@ -14,7 +14,39 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "extend.h" /* ac_output_path_check */
 #include "tensor.h" /* ac_finish_output */
+
+/* Where a default file is, found as a user means it: under $AC_SHARED when that is set; else
+ * ../shared from here; else ../shared beside the checkout this program was built in (build/PROGRAM's
+ * ../../shared), so that ./build/PROGRAM runs from any directory. rel is under shared/; the result is
+ * static storage, or the plain relative path when none of them has it. */
+static inline const char *cli_default_path(const char *rel, char *buf, size_t n) {
+    struct stat st;
+    const char *env = getenv("AC_SHARED");
+    if (env && *env) {
+        snprintf(buf, n, "%s/%s", env, rel);
+        return buf;
+    }
+    snprintf(buf, n, "../shared/%s", rel);
+    if (stat(buf, &st) == 0) return buf;
+#ifdef __linux__
+    char exe[4096];
+    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (k > 0) {
+        exe[k] = 0;
+        char *slash = strrchr(exe, '/');
+        if (slash) *slash = 0;
+        snprintf(buf, n, "%s/../../shared/%s", exe, rel);
+        if (stat(buf, &st) == 0) return buf;
+    }
+#endif
+    snprintf(buf, n, "../shared/%s", rel);
+    return buf;
+}
 
 typedef enum { CLI_SWITCH, CLI_TEXT, CLI_INT, CLI_NUM } cli_kind;
 
@@ -157,6 +189,14 @@ static int cli_parse(const cli_spec *s, int argc, char **argv, cli_args *a, void
         return 2;
     }
     return 0;
+}
+
+/* An output flag's path can be written (checked before any work); false after PROG's message. */
+static inline bool cli_check_output(const char *prog, const char *flag, const char *path) {
+    char err[512];
+    if (!path || ac_output_path_check(path, true, err, sizeof err)) return true;
+    fprintf(stderr, "%s: %s %s\n", prog, flag, err);
+    return false;
 }
 
 /* Was the flag of this name given? */

@@ -37,34 +37,6 @@
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
 
-/* Where a default file is, found as a user means it: under $AC_SHARED when that is set; else
- * ../shared from here; else ../shared beside the checkout this program was built in (build/gpt's
- * ../../shared), so that ./build/gpt runs from any directory. rel is under shared/; the result is
- * static storage, or the plain relative path when none of them has it. */
-static const char *default_path(const char *rel, char *buf, size_t n) {
-    struct stat st;
-    const char *env = getenv("AC_SHARED");
-    if (env && *env) {
-        snprintf(buf, n, "%s/%s", env, rel);
-        return buf;
-    }
-    snprintf(buf, n, "../shared/%s", rel);
-    if (stat(buf, &st) == 0) return buf;
-#ifdef __linux__
-    char exe[4096];
-    ssize_t k = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (k > 0) {
-        exe[k] = 0;
-        char *slash = strrchr(exe, '/');
-        if (slash) *slash = 0;
-        snprintf(buf, n, "%s/../../shared/%s", exe, rel);
-        if (stat(buf, &st) == 0) return buf;
-    }
-#endif
-    snprintf(buf, n, "../shared/%s", rel);
-    return buf;
-}
-
 static void usage(FILE *f) {
     fprintf(f,
             "usage: gpt COMMAND [flags]   The book's GPT (Build a Large Language Model (From Scratch)) in C.\n"
@@ -163,8 +135,8 @@ static const char *const commands[] = {"train", "generate", "tokenize", "appendi
 /* 0, or the exit status for a usage error (after the message). */
 static int parse_flags(int argc, char **argv, Flags *a) {
     static char tok_default[4200], data_default[4200];
-    *a = (Flags){.tokenizer = default_path("data/gpt2", tok_default, sizeof tok_default),
-                 .data = default_path("data/the-verdict.txt", data_default, sizeof data_default), .context = -1, .emb_dim = 768, .heads = 12,
+    *a = (Flags){.tokenizer = cli_default_path("data/gpt2", tok_default, sizeof tok_default),
+                 .data = cli_default_path("data/the-verdict.txt", data_default, sizeof data_default), .context = -1, .emb_dim = 768, .heads = 12,
                  .layers = 12, .seed = 123, .batch = 2, .epochs = -1, .eval_freq = 5, .eval_iter = -1,
                  .sample_tokens = -1, .top_k = -1, .eos_id = -1, .drop = 0.1, .train_ratio = 0.90, .lr = NAN,
                  .weight_decay = 0.1, .temperature = 0.0, .warmup = 0.2, .initial_lr = 1e-5, .min_lr = 1e-5, .clip = 1.0};
@@ -513,12 +485,7 @@ static bool check_config(nn_GPTConfig cfg) {
     return false;
 }
 
-static bool check_output(const char *flag, const char *path) {
-    char err[512];
-    if (!path || ac_output_path_check(path, true, err, sizeof err)) return true;
-    fprintf(stderr, "gpt: %s %s\n", flag, err);
-    return false;
-}
+static bool check_output(const char *flag, const char *path) { return cli_check_output("gpt", flag, path); }
 
 /* text_to_token_ids(text, tokenizer): (1, n) int64, NULL after a message */
 static Tensor *text_to_token_ids(const char *text, Tokenizer *tok, const char *what) {

@@ -587,7 +587,7 @@ enum { HV = 50257, HC = 32, HE = 16, HL = 2 };
 /* config.json + model.safetensors of the tool's weights: torch.manual_seed(5), randn(shape) * 0.02
  * per key in order (LayerNorm weights 1 + randn * 0.1), the attn.bias buffers besides; `skip` leaves
  * a key out, `bad` gives it one column too few, `config` replaces config.json's text. */
-static void write_gpt2(const char *dir, bool prefix, const char *skip, const char *bad, const char *config) {
+void write_gpt2(const char *dir, bool prefix, const char *skip, const char *bad, const char *config) {
     char path[700], err[512];
     snprintf(path, sizeof path, "%s/config.json", dir);
     FILE *f = fopen(path, "w");

@@ -24,6 +24,9 @@ void remove_dir(const char *dir);        /* rm -rf */
 /* Runs fn in a forked child and returns its wait status; what it wrote to
  * stderr lands in buf (NUL-terminated). */
 int child_stderr(void (*fn)(void), char *buf, size_t n);
+/* A small GPT-2 in Hugging Face's layout in dir (tests/test_gpt.c; tests/tools/gen_gpt2_golden.py's
+ * weights); `skip` leaves a key out, `bad` gives it one column too few, `config` replaces config.json. */
+void write_gpt2(const char *dir, bool prefix, const char *skip, const char *bad, const char *config);
 
 /* A golden record `name n v1 ... vn` of tests/data/<file>. */
 typedef struct { int n; double *v; } Golden;

@@ -1,0 +1,961 @@
+/* The book's finetuning in C: "Build a Large Language Model (From Scratch)", chapter 6 (a spam
+ * classifier from GPT-2) and appendix E (the same with LoRA), as ../shared/pytorch/finetune.py
+ * does them in PyTorch, printing what it prints.
+ *
+ *     finetune classify [flags]    chapter 6; with --lora RANK, appendix E
+ *     finetune instruct [flags]    chapter 7: instruction finetuning (--load F --prompt TEXT: an answer)
+ *
+ * Each line carries the line of finetune.py (the book's code) it does. */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "data.h"
+#include "gpt.h"
+#include "instruct.h"
+#include "json.h"
+#include "optim.h"
+#include "spam_data.h"
+#include "tensor.h"
+#include "tokenizer.h"
+#include "viz.h"
+
+#include "cli.h"
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: finetune COMMAND [flags]   The book's finetuning (Build a Large Language Model (From Scratch)) in C.\n"
+            "\n"
+            "commands (those of ../shared/pytorch/finetune.py, with its flags and defaults):\n"
+            "  classify             chapter 6: GPT-2 finetuned into a spam classifier on --data (the SMS Spam\n"
+            "                       Collection's format: label TAB text); with --lora RANK, appendix E\n"
+            "  instruct             chapter 7: GPT-2 finetuned to follow instructions (--data: the book's\n"
+            "                       instruction-data.json), then the first three test answers\n"
+            "\n"
+            "the model:\n"
+            "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors)\n"
+            "  (without it, the book's test mode: a random GPTModel drawn after manual_seed(--seed) of these sizes)\n"
+            "  --context N (120)  --emb-dim N (12)  --heads N (2)  --layers N (1)  --qkv-bias\n"
+            "classify:\n"
+            "  --data FILE          the TSV (default ../shared/data/sms_spam_sample.tsv)\n"
+            "  --split-dir DIR      where train.csv, validation.csv and test.csv are written (default: a temporary\n"
+            "                       directory, removed at the end)\n"
+            "  --max-length N       cut the texts here (default: the longest training text)\n"
+            "  --lora RANK          appendix E: LoRA of this rank on every Linear, everything else frozen\n"
+            "  --lora-alpha X       LoRA's alpha (16)\n"
+            "  --print-model        print(model)\n"
+            "instruct:\n"
+            "  --data FILE          the JSON list of {instruction, input, output} (default\n"
+            "                       ../shared/data/instruction-data.json)\n"
+            "  --subset N           the first N of each split (0: all; the book's test mode takes 10)\n"
+            "  --show-batches       every training batch's shapes, then the last one's first input and target\n"
+            "  --allowed-max-length N   the collate function's cut (1024)\n"
+            "  --max-new-tokens N   the test answers' length at most (256)\n"
+            "  --responses FILE     the test set with each model_response, as json.dump(test_data, f, indent=4)\n"
+            "  --prompt TEXT        with --load: answer this instruction (- reads stdin), streamed, and stop\n"
+            "training:\n"
+            "  --seed N (123)  --batch N (8)  --lr X (5e-5; --lora: 8e-4)  --weight-decay X (0.1)\n"
+            "  --epochs N (5; instruct: 2)  --eval-freq N (50; instruct: 5)  --eval-iter N (5)\n"
+            "  --log FILE           every step's batch loss: step N loss X\n"
+            "  --save FILE          the finetuned model's state_dict (the book's names) as safetensors\n"
+            "  --load FILE          such a file's weights instead of training (the model built as the flags say)\n"
+            "  --plot FILE.svg      the chapter's figures: the losses and the accuracies over the epochs\n"
+            "both:\n"
+            "  --tokenizer DIR      GPT-2's encoder.json + vocab.bpe (default ../shared/data/gpt2, or --gpt2's own)\n"
+            "  --threads N          threads inside ops (the numbers never depend on it)\n"
+            "  --exact              exact math (sums in PyTorch's order, no fused multiply-add); default: fast\n"
+            "  -h, --help           this text\n"
+            "\n"
+            "  finetune classify                                  the book's test mode on the sample, seconds\n"
+            "  finetune classify --gpt2 DIR --data SMSSpamCollection    chapter 6's run\n"
+            "  finetune classify --gpt2 DIR --lora 16 --print-model     appendix E's\n"
+            "  finetune instruct --gpt2 gpt2-medium --save m.safetensors --responses r.json   chapter 7's\n"
+            "  finetune instruct --gpt2 gpt2-medium --load m.safetensors --prompt \"Rewrite the sentence: ...\"\n");
+}
+
+typedef struct {
+    const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *plot, *responses, *prompt;
+    long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, max_length, lora;
+    long long subset, allowed_max_length, max_new_tokens;
+    double lr, weight_decay, lora_alpha;
+    bool qkv_bias, print_model, exact, show_batches;
+    int cmd;
+} Flags;
+
+enum { CLASSIFY, INSTRUCT };
+static const char *const commands[] = {"classify", "instruct", NULL};
+#define ON(c) (1u << (c))
+#define BIG 1000000000000LL
+
+static int parse_flags(int argc, char **argv, Flags *a) {
+    static char tok_default[4200], data_default[4200];
+    *a = (Flags){.tokenizer = cli_default_path("data/gpt2", tok_default, sizeof tok_default),
+                 .context = 120, .emb_dim = 12, .heads = 2, .layers = 1, .seed = 123, .batch = 8, .epochs = -1,
+                 .eval_freq = -1, .eval_iter = 5, .max_length = -1, .lr = NAN, .weight_decay = 0.1, .lora_alpha = 16,
+                 .allowed_max_length = 1024, .max_new_tokens = 256};
+    long long threads = 0;
+    const cli_flag flags[] = {
+        CLI_TEXT_FLAG("--tokenizer", &a->tokenizer, CLI_ALL),
+        CLI_TEXT_FLAG("--data", &a->data, CLI_ALL),
+        CLI_TEXT_FLAG("--gpt2", &a->gpt2, CLI_ALL),
+        CLI_INT_FLAG("--threads", &threads, 1, 1 << 20, CLI_ALL),
+        CLI_SWITCH_FLAG("--exact", &a->exact, CLI_ALL),
+        CLI_INT_FLAG("--context", &a->context, 1, BIG, CLI_ALL),
+        CLI_INT_FLAG("--emb-dim", &a->emb_dim, 1, BIG, CLI_ALL),
+        CLI_INT_FLAG("--heads", &a->heads, 1, BIG, CLI_ALL),
+        CLI_INT_FLAG("--layers", &a->layers, 1, BIG, CLI_ALL),
+        CLI_SWITCH_FLAG("--qkv-bias", &a->qkv_bias, CLI_ALL),
+        CLI_INT_FLAG("--seed", &a->seed, 0, 4294967295LL, CLI_ALL), /* numpy's RandomState takes 0 .. 2**32 - 1 */
+        CLI_INT_FLAG("--batch", &a->batch, 1, BIG, CLI_ALL),
+        CLI_NUM_FLAG("--lr", &a->lr, 0, HUGE_VAL, CLI_ALL),
+        CLI_NUM_FLAG("--weight-decay", &a->weight_decay, 0, HUGE_VAL, CLI_ALL),
+        CLI_INT_FLAG("--epochs", &a->epochs, 0, BIG, CLI_ALL),
+        CLI_INT_FLAG("--eval-freq", &a->eval_freq, 1, BIG, CLI_ALL),
+        CLI_INT_FLAG("--eval-iter", &a->eval_iter, 1, BIG, CLI_ALL),
+        CLI_INT_FLAG("--max-length", &a->max_length, 1, BIG, ON(CLASSIFY)),
+        CLI_TEXT_FLAG("--split-dir", &a->split_dir, ON(CLASSIFY)),
+        CLI_INT_FLAG("--lora", &a->lora, 1, BIG, ON(CLASSIFY)),
+        CLI_NUM_FLAG("--lora-alpha", &a->lora_alpha, -HUGE_VAL, HUGE_VAL, ON(CLASSIFY)),
+        CLI_SWITCH_FLAG("--print-model", &a->print_model, ON(CLASSIFY)),
+        CLI_INT_FLAG("--subset", &a->subset, 0, BIG, ON(INSTRUCT)),
+        CLI_SWITCH_FLAG("--show-batches", &a->show_batches, ON(INSTRUCT)),
+        CLI_INT_FLAG("--allowed-max-length", &a->allowed_max_length, 1, BIG, ON(INSTRUCT)),
+        CLI_INT_FLAG("--max-new-tokens", &a->max_new_tokens, 1, BIG, ON(INSTRUCT)),
+        CLI_TEXT_FLAG("--responses", &a->responses, ON(INSTRUCT)),
+        CLI_TEXT_FLAG("--prompt", &a->prompt, ON(INSTRUCT)),
+        CLI_TEXT_FLAG("--log", &a->log, CLI_ALL),
+        CLI_TEXT_FLAG("--save", &a->save, CLI_ALL),
+        CLI_TEXT_FLAG("--load", &a->load, CLI_ALL),
+        CLI_TEXT_FLAG("--plot", &a->plot, CLI_ALL),
+    };
+    const cli_spec spec = {"finetune", commands, flags, (int)(sizeof flags / sizeof *flags), 0, true};
+    cli_args args;
+    int rc = cli_parse(&spec, argc, argv, &args, usage);
+    if (rc) return rc;
+    if (args.command < 0) return cli_fail(&spec, "give a command: %s%s", "classify or instruct", "");
+    a->cmd = args.command;
+    bool cls = a->cmd == CLASSIFY;
+    if (!a->data)                                                                 /* a.data or (sms_spam_sample.tsv if cls else instruction-data.json) */
+        a->data = cli_default_path(cls ? "data/sms_spam_sample.tsv" : "data/instruction-data.json", data_default, sizeof data_default);
+    if (a->epochs < 0) a->epochs = cls ? 5 : 2;                                   /* a.epochs or (5 if cls else 2) */
+    if (a->eval_freq < 0) a->eval_freq = cls ? 50 : 5;                            /* a.eval_freq or (50 if cls else 5) */
+    if (a->prompt && !a->load)
+        return cli_fail(&spec, "--prompt answers with a finetuned model: give its weights with --load FILE%s%s", "", "");
+    if (a->prompt && (a->responses || a->show_batches || a->plot))
+        return cli_fail(&spec, "--prompt only answers: %s goes with a training run%s",
+                        a->responses ? "--responses" : a->show_batches ? "--show-batches" : "--plot", "");
+    if (a->gpt2) {
+        static const char *const sizes[] = {"--context", "--emb-dim", "--heads", "--layers", "--qkv-bias", NULL};
+        for (int k = 0; sizes[k]; k++)
+            if (cli_given(&spec, &args, sizes[k]))
+                return cli_fail(&spec, "%s is not used with --gpt2: the model's sizes come from its config.json%s", sizes[k], "");
+        static char hf[4200];
+        struct stat st;
+        snprintf(hf, sizeof hf, "%s/encoder.json", a->gpt2); /* a Hugging Face directory carries its tokenizer */
+        if (!cli_given(&spec, &args, "--tokenizer") && stat(hf, &st) == 0) a->tokenizer = a->gpt2;
+        snprintf(hf, sizeof hf, "%s/vocab.json", a->gpt2);
+        if (!cli_given(&spec, &args, "--tokenizer") && stat(hf, &st) == 0) a->tokenizer = a->gpt2;
+    }
+    if (a->load && (a->log || a->save))
+        return cli_fail(&spec, "--load skips training: %s has nothing to write%s", a->log ? "--log" : "--save", "");
+    if (isnan(a->lr)) a->lr = cls && a->lora ? 8e-4 : 5e-5;           /* a.lr if given else (8e-4 if cls and a.lora else 5e-5) */
+    if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
+    ac_set_exact(a->exact);
+    return 0;
+}
+
+static double now_seconds(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* f"{n:,}" */
+static const char *thousands(int64_t n, char buf[32]) {
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, "%lld", (long long)(n < 0 ? -n : n)), k = 0;
+    if (n < 0) buf[k++] = '-';
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = 0;
+    return buf;
+}
+
+/* torch.Size([8, 25]) */
+static void print_size(const char *label, const char *sep, const Tensor *t) {
+    printf("%s%storch.Size([", label, sep);
+    for (int d = 0; d < t->ndim; d++) printf("%s%lld", d ? ", " : "", (long long)t->shape[d]);
+    printf("])\n");
+}
+
+static int fail(const char *fmt, const char *a, const char *b) {
+    fflush(stdout);
+    fprintf(stderr, "finetune: ");
+    fprintf(stderr, fmt, a, b);
+    fputc('\n', stderr);
+    return 1;
+}
+
+/* model_for: --gpt2 DIR, or (the book's --test_mode) a random GPTModel of the size flags drawn after
+ * manual_seed; eval mode. NULL after a message. */
+static nn_GPTModel *model_for(const Flags *a) {
+    nn_GPTModel *model;
+    if (a->gpt2) {
+        char err[1024];
+        model = nn_GPTModel_from_gpt2(a->gpt2, err, sizeof err);                // model, cfg = load_gpt2(a.gpt2)
+        if (!model) return fail("--gpt2 %s", err, ""), NULL;
+    } else {
+        nn_GPTConfig cfg = {.vocab_size = 50257, .context_length = a->context, .emb_dim = a->emb_dim,  // cfg = {...}
+                            .n_heads = a->heads, .n_layers = a->layers, .drop_rate = 0.0, .qkv_bias = a->qkv_bias};
+        char err[512];
+        if (!nn_GPTConfig_check(cfg, err, sizeof err)) return fail("%s%s", err, ""), NULL;
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
+        model = nn_GPTModel_new(cfg);                                             // model = GPTModel(cfg)
+    }
+    nn_eval(&model->module);                                                      // model.eval()
+    return model;
+}
+
+/* ---- the chapter's figures (--plot) ---------------------------------------------------------------- */
+
+typedef struct { int64_t n, cap; double *x, *a, *b; } Series2;
+
+static void series_add(Series2 *s, double x, double a, double b) {
+    if (s->n == s->cap) {
+        s->cap = s->cap ? 2 * s->cap : 64;
+        s->x = ac_realloc(s->x, sizeof(double) * (size_t)s->cap);
+        s->a = ac_realloc(s->a, sizeof(double) * (size_t)s->cap);
+        s->b = ac_realloc(s->b, sizeof(double) * (size_t)s->cap);
+    }
+    s->x[s->n] = x, s->a[s->n] = a, s->b[s->n++] = b;
+}
+
+static void series_free(Series2 *s) { free(s->x), free(s->a), free(s->b); }
+
+typedef struct { const Series2 *loss, *acc; double examples_per_epoch; } Figures;
+
+/* plot_values(epochs_seen, examples_seen, train_losses, val_losses) and the same of the accuracies,
+ * side by side */
+static bool draw_figures(FILE *f, void *u) {
+    const Figures *p = u;
+    ac_series l[2] = {{"Training loss", p->loss->n, p->loss->x, p->loss->a}, {"Validation loss", p->loss->n, p->loss->x, p->loss->b}};
+    ac_series c[2] = {{"Training accuracy", p->acc->n, p->acc->x, p->acc->a}, {"Validation accuracy", p->acc->n, p->acc->x, p->acc->b}};
+    ac_plot_opts lo = {.title = "The classifier's loss (chapter 6)", .xlabel = "Epochs", .ylabel = "Loss",
+                       .x2label = "Examples seen", .x2_per_x = p->examples_per_epoch};
+    ac_plot_opts co = {.title = "The classifier's accuracy (chapter 6)", .xlabel = "Epochs", .ylabel = "Accuracy",
+                       .x2label = "Examples seen", .x2_per_x = p->examples_per_epoch};
+    fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1280\" height=\"400\" viewBox=\"0 0 1280 400\">\n", f);
+    bool ok = ac_plot_svg(f, &lo, p->loss->n ? 2 : 0, l);
+    fputs("<g transform=\"translate(640,0)\">\n", f);
+    ok = ac_plot_svg(f, &co, p->acc->n ? 2 : 0, c) && ok;
+    fputs("</g>\n</svg>\n", f);
+    return ok && !ferror(f);
+}
+
+/* ---- chapter 6: train_classifier_simple -------------------------------------------------------------- */
+
+typedef struct { FILE *log; Series2 loss, acc; } Run;
+
+static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *train_loader, TensorDataLoader *val_loader,
+                                       optim_Optimizer *optimizer, int64_t num_epochs, int64_t eval_freq,
+                                       int64_t eval_iter, Run *run) {
+    int64_t examples_seen = 0, global_step = -1;                                  // examples_seen, global_step = 0, -1
+    int64_t per_epoch = TensorDataLoader_len(train_loader);
+    for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
+        nn_train(&model->module, true);                                           //     model.train()
+        TensorDataLoaderIter it = TensorDataLoader_iter(train_loader);            //     for x, y in train_loader:
+        Tensor *x, *y;
+        while (TensorDataLoaderIter_next(&it, &x, &y)) {
+            ac_mark mk = ac_arena_mark();
+            optim_zero_grad(optimizer);                                           //         optimizer.zero_grad()
+            Tensor *loss = gpt_calc_loss_batch_cls(x, y, model);                  //         loss = calc_loss_batch_cls(x, y, model)
+            torch_backward(loss, NULL);                                           //         loss.backward()
+            optim_step(optimizer);                                                //         optimizer.step()
+            examples_seen += x->shape[0];                                         //         examples_seen += x.shape[0]
+            global_step += 1;                                                     //         global_step += 1
+            if (run->log) fprintf(run->log, "step %lld loss %.6f\n", (long long)global_step, torch_item(loss)); // log.write(...)
+            ac_arena_release(mk);
+            if (global_step % eval_freq == 0) {                                   //         if global_step % eval_freq == 0:
+                nn_eval(&model->module);                                          //             model.eval()
+                bool prev = torch_no_grad_enter();                                //             with torch.no_grad():
+                double train_loss = gpt_calc_loss_loader_cls(train_loader, model, eval_iter);
+                double val_loss = gpt_calc_loss_loader_cls(val_loader, model, eval_iter);
+                torch_no_grad_exit(prev);
+                nn_train(&model->module, true);                                   //             model.train()
+                printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
+                       (long long)global_step, train_loss, val_loss);
+                fflush(stdout);
+                series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
+            }
+        }
+        TensorDataLoaderIter_free(&it);
+        double train_accuracy = gpt_calc_accuracy_loader(train_loader, model, eval_iter); // train_accuracy = calc_accuracy_loader(train_loader, model, eval_iter)
+        double val_accuracy = gpt_calc_accuracy_loader(val_loader, model, eval_iter);     // val_accuracy = calc_accuracy_loader(val_loader, model, eval_iter)
+        printf("Training accuracy: %.2f%% | Validation accuracy: %.2f%%\n", train_accuracy * 100, val_accuracy * 100);
+        fflush(stdout);
+        series_add(&run->acc, (double)(epoch + 1), train_accuracy, val_accuracy);
+    }
+    return examples_seen;                                                         // return examples_seen
+}
+
+/* ---- finetune classify --------------------------------------------------------------------------------- */
+
+typedef struct { char dir[4200], paths[3][4300]; bool temporary; } Splits;
+
+static bool make_split_dir(const Flags *a, Splits *s) {
+    static const char *const names[] = {"train.csv", "validation.csv", "test.csv"};
+    if (a->split_dir) {                                                           // split_dir = a.split_dir or tempfile.mkdtemp()
+        snprintf(s->dir, sizeof s->dir, "%s", a->split_dir);
+        if (mkdir(s->dir, 0777) != 0 && errno != EEXIST)                         // os.makedirs(split_dir, exist_ok=True)
+            return fail("--split-dir %s: %s", s->dir, strerror(errno)), false;
+    } else {
+        const char *tmp = getenv("TMPDIR");
+        snprintf(s->dir, sizeof s->dir, "%s/finetune-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+        if (!mkdtemp(s->dir)) return fail("cannot make a temporary directory %s: %s", s->dir, strerror(errno)), false;
+        s->temporary = true;
+    }
+    for (int k = 0; k < 3; k++) snprintf(s->paths[k], sizeof s->paths[k], "%s/%s", s->dir, names[k]);
+    return true;
+}
+
+static void remove_split_dir(Splits *s) {
+    if (!s->temporary) return;
+    for (int k = 0; k < 3; k++) unlink(s->paths[k]);
+    rmdir(s->dir);
+    s->temporary = false;
+}
+
+/* The data, as the chapter's cells make it; false after a message. */
+typedef struct { SpamFrame df, balanced, parts[3]; SpamDataset *ds[3]; Splits splits; } Data;
+
+static void data_free(Data *d) {
+    SpamFrame_free(&d->df), SpamFrame_free(&d->balanced);
+    for (int k = 0; k < 3; k++) SpamFrame_free(&d->parts[k]), SpamDataset_free(d->ds[k]);
+    remove_split_dir(&d->splits);
+}
+
+static bool load_data(const Flags *a, Tokenizer *tokenizer, Data *d) {
+    char err[1024];
+    if (!spam_read_tsv(a->data, &d->df, err, sizeof err)) return fail("%s%s", err, ""), false; // df = pd.read_csv(a.data, sep="\t", header=None, names=["Label", "Text"])
+    if (!create_balanced_dataset(&d->df, a->seed, &d->balanced, err, sizeof err))  // balanced_df = create_balanced_dataset(df, a.seed)
+        return fail("%s%s", err, ""), false;                                        // balanced_df["Label"] = balanced_df["Label"].map({"ham": 0, "spam": 1})
+    if (!random_split(&d->balanced, 0.7, 0.1, a->seed, &d->parts[0], &d->parts[1], &d->parts[2], err, sizeof err)) // train_df, validation_df, test_df = random_split(balanced_df, 0.7, 0.1, a.seed)
+        return fail("%s%s", err, ""), false;
+    static const char *const what[] = {"training", "validation", "test"};
+    for (int k = 0; k < 3; k++) /* the book's loaders need a batch of each: a smaller split has none */
+        if (d->parts[k].n < (k == 0 ? a->batch : 1)) {
+            char n[64];
+            snprintf(n, sizeof n, "%lld of %lld balanced texts", (long long)d->parts[k].n, (long long)d->balanced.n);
+            fflush(stdout);
+            fprintf(stderr, "finetune: the %s split has %s (70%%, 10%%, 20%%), %s; %s has too few spam "
+                    "(the set is balanced to their number)\n", what[k], n,
+                    k == 0 ? "fewer than one --batch (the training loader drops the last, partial one)" : "none",
+                    a->data);
+            return false;
+        }
+    if (!make_split_dir(a, &d->splits)) return false;
+    for (int k = 0; k < 3; k++)                                                   // d.to_csv(p, index=None)
+        if (!spam_to_csv(&d->parts[k], d->splits.paths[k], err, sizeof err)) return fail("%s%s", err, ""), false;
+    int64_t max_length = a->max_length > 0 ? a->max_length : SPAM_MAX_LENGTH_NONE;
+    for (int k = 0; k < 3; k++) {                                                 // train_dataset = SpamDataset(paths[0], tokenizer, max_length=a.max_length)
+        d->ds[k] = SpamDataset_new(d->splits.paths[k], tokenizer, max_length, 50256, err, sizeof err); // val/test: max_length=train_dataset.max_length
+        if (!d->ds[k]) return fail("%s%s", err, ""), false;
+        max_length = d->ds[0]->max_length;
+    }
+    return true;
+}
+
+static bool print_counts(const SpamFrame *f, bool mapped) {
+    char *s = spam_value_counts(f, mapped);
+    if (!s) return false;
+    printf("%s\n", s);
+    free(s);
+    return true;
+}
+
+/* appendix E: a new head first, then everything frozen, then LoRA on every Linear;
+ * chapter 6: all frozen, a new head, the last block and the final norm trainable */
+static void prepare_model(nn_GPTModel *model, const Flags *a) {
+    char n[32];
+    int64_t emb_dim = model->cfg.emb_dim;
+    if (a->lora) {                                                                // if a.lora:
+        torch_manual_seed((uint64_t)a->seed);                                     //     torch.manual_seed(a.seed)
+        model->out_head = (nn_Linear *)nn_setattr(&model->module, "out_head", &nn_Linear_new(emb_dim, 2, true)->module); // model.out_head = torch.nn.Linear(cfg["emb_dim"], 2)
+        printf("Total trainable parameters before: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        nn_requires_grad_(&model->module, false);                                 //     for p in model.parameters(): p.requires_grad = False
+        printf("Total trainable parameters after: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        nn_replace_linear_with_lora(&model->module, a->lora, a->lora_alpha);      //     replace_linear_with_lora(model, a.lora, a.lora_alpha)
+        printf("Total trainable LoRA parameters: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+    } else {                                                                      // else:
+        nn_requires_grad_(&model->module, false);                                 //     for p in model.parameters(): p.requires_grad = False
+        torch_manual_seed((uint64_t)a->seed);                                     //     torch.manual_seed(a.seed)
+        model->out_head = (nn_Linear *)nn_setattr(&model->module, "out_head", &nn_Linear_new(emb_dim, 2, true)->module); // model.out_head = torch.nn.Linear(cfg["emb_dim"], 2)
+        nn_requires_grad_(nn_Sequential_get(model->trf_blocks, -1), true);        //     for p in model.trf_blocks[-1].parameters(): p.requires_grad = True
+        nn_requires_grad_(&model->final_norm->module, true);                      //     for p in model.final_norm.parameters(): p.requires_grad = True
+        printf("Total trainable parameters: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+    }
+    if (a->print_model) nn_print(&model->module);                                 // if a.print_model: print(model)
+    fflush(stdout);
+}
+
+static void print_accuracies(TensorDataLoader *loaders, nn_GPTModel *model, int64_t num_batches) {
+    static const char *const names[] = {"Training", "Validation", "Test"};
+    for (int k = 0; k < 3; k++)                                                   // print(f"Training accuracy: {calc_accuracy_loader(train_loader, model, 10) * 100:.2f}%")
+        printf("%s accuracy: %.2f%%\n", names[k], gpt_calc_accuracy_loader(&loaders[k], model, num_batches) * 100);
+}
+
+static bool save_model(const char *path, nn_GPTModel *model) {
+    char err[1024];
+    if (nn_GPTModel_save(path, model, NULL, (nn_TensorList){0}, 0, NULL, err, sizeof err)) return true; // torch.save(model.state_dict(), a.save)
+    return fail("--save %s%s", err, ""), false;
+}
+
+static int cmd_classify(const Flags *a) {
+    char err[1024];
+    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
+    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
+    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
+    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    Data d = {0};
+    int rc = 1;
+    nn_GPTModel *model = NULL;
+    optim_Optimizer *optimizer = NULL;
+    Run run = {0};
+    if (!load_data(a, tokenizer, &d)) goto out;
+    print_counts(&d.df, false);                                                   // print(df["Label"].value_counts().to_string())
+    print_counts(&d.balanced, true);                                              // print(balanced_df["Label"].value_counts().to_string())
+    printf("%lld training, %lld validation, %lld test examples; max_length %lld\n", (long long)d.parts[0].n,
+           (long long)d.parts[1].n, (long long)d.parts[2].n, (long long)d.ds[0]->max_length);
+
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    TensorDataLoader loaders[3] = {
+        TensorDataLoader_new(&d.ds[0]->dataset, a->batch, true, true),            // train_loader = DataLoader(train_dataset, batch_size=a.batch, shuffle=True, drop_last=True)
+        TensorDataLoader_new(&d.ds[1]->dataset, a->batch, false, false),          // val_loader = DataLoader(val_dataset, batch_size=a.batch, drop_last=False)
+        TensorDataLoader_new(&d.ds[2]->dataset, a->batch, false, false)};         // test_loader = DataLoader(test_dataset, batch_size=a.batch, drop_last=False)
+    {
+        ac_mark mk = ac_arena_mark();
+        TensorDataLoaderIter it = TensorDataLoader_iter(&loaders[0]);             // for x, y in train_loader: pass
+        Tensor *x = NULL, *y = NULL, *bx, *by;
+        while (TensorDataLoaderIter_next(&it, &bx, &by)) x = bx, y = by;
+        TensorDataLoaderIter_free(&it);
+        print_size("Input batch dimensions:", " ", x);                            // print("Input batch dimensions:", x.shape)
+        print_size("Label batch dimensions", " ", y);                             // print("Label batch dimensions", y.shape)
+        ac_arena_release(mk);
+    }
+    printf("%lld training batches\n", (long long)TensorDataLoader_len(&loaders[0]));
+    printf("%lld validation batches\n", (long long)TensorDataLoader_len(&loaders[1]));
+    printf("%lld test batches\n", (long long)TensorDataLoader_len(&loaders[2]));
+    fflush(stdout);
+
+    if (!(model = model_for(a))) goto out;                                        // model, cfg = model_for(a)
+    if (d.ds[0]->max_length > model->cfg.context_length) {                        // assert train_dataset.max_length <= cfg["context_length"]
+        fflush(stdout);
+        fprintf(stderr, "finetune: Dataset length %lld exceeds model's context length %lld (--max-length N cuts the texts)\n",
+                (long long)d.ds[0]->max_length, (long long)model->cfg.context_length);
+        goto out;
+    }
+    prepare_model(model, a);
+
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    print_accuracies(loaders, model, 10);
+    {
+        static const char *const names[] = {"Training", "Validation", "Test"};
+        bool prev = torch_no_grad_enter();                                        // with torch.no_grad():
+        for (int k = 0; k < 3; k++)                                               //     print(f"Training loss: {calc_loss_loader_cls(train_loader, model, 5):.3f}")
+            printf("%s loss: %.3f\n", names[k], gpt_calc_loss_loader_cls(&loaders[k], model, 5));
+        torch_no_grad_exit(prev);
+        fflush(stdout);
+    }
+
+    if (a->load) {                                                                // (the C's --load: the weights of a finetuned run)
+        safetensors_File f;
+        ac_mark mk = ac_arena_mark();
+        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
+        ac_arena_release(mk);
+        if (!ok) {
+            fail("--load %s%s", err, "");
+            goto out;
+        }
+    } else {
+        double t0 = now_seconds();                                                // t0 = time.time()
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
+        ac_mark mk = ac_arena_mark();
+        optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false); // optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+        ac_arena_release(mk);
+        if (a->log && !(run.log = fopen(a->log, "w"))) {                          // log = open(a.log, "w") if a.log else None
+            fail("cannot write --log %s: %s", a->log, strerror(errno));
+            goto out;
+        }
+        train_classifier_simple(model, &loaders[0], &loaders[1], optimizer, a->epochs, a->eval_freq, a->eval_iter, &run);
+        if (run.log) {
+            FILE *f = run.log;
+            run.log = NULL;
+            if (!ac_close_output(f)) {                                            // log.close()
+                fail("writing --log %s failed: %s", a->log, strerror(errno));
+                goto out;
+            }
+        }
+        fflush(stdout);
+        fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
+    }
+    print_accuracies(loaders, model, -1);                                         // calc_accuracy_loader(train_loader, model) ...
+    static const char *const reviews[] = {
+        "You are a winner you have been specially selected to receive $1000 cash or a $2000 award.",
+        "Hey, just wanted to check if we're still on for dinner tonight? Let me know!"};
+    for (int k = 0; k < 2; k++) {                                                 // for text in (...):
+        int label = gpt_classify_review(reviews[k], model, tokenizer, d.ds[0]->max_length, 50256, err, sizeof err);
+        printf("%s\n", label == 1 ? "spam" : "not spam");                         //     print(classify_review(text, model, tokenizer, max_length=train_dataset.max_length))
+    }
+    fflush(stdout);
+    if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
+    if (a->plot) {
+        Figures fig = {&run.loss, &run.acc, (double)(TensorDataLoader_len(&loaders[0]) * a->batch)};
+        if (!ac_write_file_atomic(a->plot, draw_figures, &fig)) {
+            fail("cannot write --plot %s: %s", a->plot, strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (run.log) fclose(run.log);
+    series_free(&run.loss), series_free(&run.acc);
+    optim_free(optimizer);
+    if (model) nn_free(&model->module);
+    data_free(&d);
+    tokenizer_free(tokenizer);
+    return rc;
+}
+
+/* ---- finetune instruct: chapter 7 ------------------------------------------------------------------ */
+
+/* calc_loss_loader(loader, model, num_batches) over the chapter's loader (chapter 5's function) */
+static double calc_loss_loader(InstructDataLoader *loader, nn_GPTModel *model, int64_t num_batches) {
+    int64_t len = InstructDataLoader_len(loader);
+    if (len == 0) return NAN;                                                     // if len(loader) == 0: return float("nan")
+    num_batches = num_batches < 0 ? len : num_batches < len ? num_batches : len; // num_batches = min(num_batches, len(loader))
+    double total = 0.0;                                                           // total = 0.0
+    InstructDataLoaderIter it = InstructDataLoader_iter(loader);                  // for i, (x, y) in enumerate(loader):
+    Tensor *x, *y;
+    for (int64_t i = 0; i < num_batches && InstructDataLoaderIter_next(&it, &x, &y); i++) {
+        ac_mark mk = ac_arena_mark();
+        total += torch_item(gpt_calc_loss_batch(x, y, model));                    //     total += calc_loss_batch(x, y, model).item()
+        ac_arena_release(mk);
+    }
+    InstructDataLoaderIter_free(&it);
+    return total / (double)num_batches;                                           // return total / num_batches
+}
+
+static bool py_isspace(uint32_t c) { /* str.isspace() */
+    return (c >= 9 && c <= 13) || (c >= 0x1c && c <= 0x20) || c == 0x85 || c == 0xa0 || c == 0x1680 ||
+           (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
+}
+
+/* the code point at s (valid UTF-8, as decode makes it) and its length */
+static uint32_t utf8_at(const char *s, int *n) {
+    const unsigned char *u = (const unsigned char *)s;
+    if (u[0] < 0x80) return *n = 1, u[0];
+    if (u[0] < 0xe0) return *n = 2, (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
+    if (u[0] < 0xf0) return *n = 3, (uint32_t)(u[0] & 0x0f) << 12 | (uint32_t)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
+    return *n = 4, (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3f) << 12 | (uint32_t)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
+}
+
+#define RESPONSE_TAG "### Response:"
+
+/* The answer in the generated text so far: .replace("### Response:", "").strip(), holding back what
+ * may still change (a tag begun, white space that text may follow) until `final`. Returns its length
+ * in out (malloc'd by the caller, len + 1 bytes). */
+static size_t answer_of(const char *text, size_t len, bool final, char *out) {
+    size_t o = 0, tag = strlen(RESPONSE_TAG), held = 0; /* held: trailing white space, kept back */
+    bool started = false;
+    for (size_t i = 0; i < len;) {
+        if (!strncmp(text + i, RESPONSE_TAG, len - i < tag ? len - i : tag)) {
+            if (len - i < tag) { /* a tag that may be completing */
+                if (final) memcpy(out + o, text + i, len - i), o += len - i, held = 0;
+                break;
+            }
+            i += tag;                                                             // .replace("### Response:", "")
+            continue;
+        }
+        int n;
+        uint32_t c = utf8_at(text + i, &n);
+        if (py_isspace(c)) {
+            if (started) memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held += (size_t)n; // .strip(): leading ones dropped
+        } else {
+            memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held = 0, started = true;
+        }
+        i += (size_t)n;
+    }
+    o -= held;                                                                    // .strip(): trailing ones dropped
+    out[o] = 0;
+    return o;
+}
+
+typedef struct { Tokenizer *tok; int64_t *ids, n, cap; size_t printed; bool stream; } Answer;
+
+static bool on_answer_token(int64_t token, void *ctx) {
+    Answer *s = ctx;
+    if (s->n == s->cap) s->ids = ac_realloc(s->ids, ac_size_mul(sizeof(int64_t), (size_t)(s->cap = s->cap ? 2 * s->cap : 256)));
+    s->ids[s->n++] = token;
+    if (!s->stream) return true;
+    ac_mark mk = ac_arena_mark();
+    char err[256];
+    size_t len;
+    char *text = tokenizer_decode(s->tok, s->ids, s->n, &len, err, sizeof err);
+    if (!text) ac_error("decode: %s", err);
+    if (len >= 3 && !memcmp(text + len - 3, "\xEF\xBF\xBD", 3)) len -= 3; /* a character still arriving */
+    char *ans = ac_arena_alloc(len + 1);
+    size_t n = answer_of(text, len, false, ans);
+    if (n > s->printed) fwrite(ans + s->printed, 1, n - s->printed, stdout), s->printed = n;
+    fflush(stdout);
+    ac_arena_release(mk);
+    return true;
+}
+
+/* respond(model, tokenizer, entry, context, max_new_tokens): greedy generate with eos_id=50256, the
+ * text after the prompt, "### Response:" taken out, stripped. (Cutting the decoded whole at
+ * len(input_text) characters leaves the new tokens' text: the prompt's tokens decode to it exactly.)
+ * With stream, printed as it comes. malloc'd; NULL after a message. */
+static char *respond(nn_GPTModel *model, Tokenizer *tok, const char *input_text, size_t input_len,
+                     int64_t context, int64_t max_new_tokens, bool stream) {
+    char err[512];
+    ac_mark mk = ac_arena_mark();
+    Tensor *idx = tokenizer_encode(tok, input_text, input_len, TOKENIZER_ALLOW_SPECIAL, err, sizeof err); // text_to_token_ids(input_text, tokenizer)
+    if (!idx) return ac_arena_release(mk), fail("the prompt does not encode: %s%s", err, ""), NULL;
+    Answer s = {.tok = tok, .stream = stream};
+    gpt_generate_ex(model, torch_unsqueeze(idx, 0), max_new_tokens, context, 0.0, 0, 50256, true, on_answer_token, &s); // generate(model, ..., max_new_tokens, context, eos_id=50256)
+    size_t len = 0;
+    char *text = tokenizer_decode(tok, s.ids, s.n, &len, err, sizeof err);       // token_ids_to_text(ids, tokenizer)[len(input_text):]
+    if (!text) ac_error("decode: %s", err);
+    char *ans = ac_malloc(len + 1);
+    size_t n = answer_of(text, len, true, ans);                                   // .replace("### Response:", "").strip()
+    if (stream && n > s.printed) fwrite(ans + s.printed, 1, n - s.printed, stdout);
+    free(s.ids);
+    ac_arena_release(mk);
+    return ans;
+}
+
+typedef struct { bool on; double t0; int64_t steps_total; } Live;
+
+static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens) {
+    if (!l->on) return;
+    double el = now_seconds() - l->t0, done = (double)(step + 1);
+    fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
+            (long long)epochs, (long long)step + 1, (long long)l->steps_total, (double)tokens / (el > 0 ? el : 1e-9),
+            el / done * (double)(l->steps_total - step - 1));
+}
+
+static void live_clear(const Live *l) {
+    if (l->on) fputs("\r\033[K", stderr);
+}
+
+/* generate_and_print_sample(model, tokenizer, start_context, 50): chapter 5's, greedy */
+static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, const char *start_context, size_t len,
+                                      int64_t max_new_tokens) {
+    char err[512];
+    ac_mark mk = ac_arena_mark();
+    nn_eval(&model->module);                                                      // model.eval()
+    Tensor *ids = tokenizer_encode(tok, start_context, len, TOKENIZER_ALLOW_SPECIAL, err, sizeof err);
+    if (!ids) ac_error("the sample's prompt does not encode: %s", err);
+    ids = gpt_generate_ex(model, torch_unsqueeze(ids, 0), max_new_tokens,        // generate_text_simple(model, encoded, 50,
+                          model->pos_emb->weight->shape[0], 0.0, 0, -1, true, NULL, NULL); //     context_size=model.pos_emb.weight.shape[0])
+    Tensor *c = torch_contiguous(ids);
+    size_t n;
+    char *text = tokenizer_decode(tok, (const int64_t *)c->data + c->offset, torch_numel(c), &n, err, sizeof err);
+    if (!text) ac_error("decode: %s", err);
+    for (size_t i = 0; i < n; i++)                                                // print(decoded_text.replace("\n", " "))
+        if (text[i] == '\n') text[i] = ' ';
+    fwrite(text, 1, n, stdout);
+    putchar('\n');
+    fflush(stdout);
+    nn_train(&model->module, true);                                               // model.train()
+    ac_arena_release(mk);
+}
+
+static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_loader, InstructDataLoader *val_loader,
+                                  optim_Optimizer *optimizer, int64_t num_epochs, int64_t eval_freq, int64_t eval_iter,
+                                  const char *start_context, size_t start_len, Tokenizer *tok, Run *run) {
+    int64_t tokens_seen = 0, global_step = -1;                                    // tokens_seen, global_step = 0, -1
+    int64_t per_epoch = InstructDataLoader_len(train_loader);
+    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), now_seconds(), per_epoch * num_epochs};
+    for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
+        nn_train(&model->module, true);                                           //     model.train()
+        InstructDataLoaderIter it = InstructDataLoader_iter(train_loader);        //     for x, y in train_loader:
+        Tensor *x, *y;
+        while (InstructDataLoaderIter_next(&it, &x, &y)) {
+            ac_mark mk = ac_arena_mark();
+            optim_zero_grad(optimizer);                                           //         optimizer.zero_grad()
+            Tensor *loss = gpt_calc_loss_batch(x, y, model);                      //         loss = calc_loss_batch(x, y, model)
+            torch_backward(loss, NULL);                                           //         loss.backward()
+            optim_step(optimizer);                                                //         optimizer.step()
+            tokens_seen += torch_numel(x);                                        //         tokens_seen += x.numel()
+            global_step += 1;                                                     //         global_step += 1
+            if (run->log) fprintf(run->log, "step %lld loss %.6f\n", (long long)global_step, torch_item(loss)); // log.write(...)
+            ac_arena_release(mk);
+            live_show(&live, epoch, num_epochs, global_step, tokens_seen);
+            if (global_step % eval_freq == 0) {                                   //         if global_step % eval_freq == 0:
+                nn_eval(&model->module);                                          //             evaluate_model(model, train_loader, val_loader, eval_iter)
+                bool prev = torch_no_grad_enter();
+                double train_loss = calc_loss_loader(train_loader, model, eval_iter);
+                double val_loss = calc_loss_loader(val_loader, model, eval_iter);
+                torch_no_grad_exit(prev);
+                nn_train(&model->module, true);
+                live_clear(&live);
+                printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
+                       (long long)global_step, train_loss, val_loss);
+                fflush(stdout);
+                series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
+            }
+        }
+        InstructDataLoaderIter_free(&it);
+        live_clear(&live);
+        generate_and_print_sample(model, tok, start_context, start_len, 50);     //     generate_and_print_sample(model, tokenizer, start_context, 50)
+    }
+    return tokens_seen;                                                           // return tokens_seen
+}
+
+/* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
+static bool draw_instruct_losses(FILE *f, void *u) {
+    const Figures *p = u;
+    ac_series l[2] = {{"Training loss", p->loss->n, p->loss->x, p->loss->a}, {"Validation loss", p->loss->n, p->loss->x, p->loss->b}};
+    ac_plot_opts o = {.title = "Instruction finetuning (chapter 7)", .xlabel = "Epochs", .ylabel = "Loss",
+                      .x2label = "Tokens seen", .x2_per_x = p->examples_per_epoch};
+    return ac_plot_svg(f, &o, p->loss->n ? 2 : 0, l);
+}
+
+static void print_shapes(Tensor *a, Tensor *b) {
+    printf("torch.Size([%lld, %lld]) torch.Size([%lld, %lld])\n", (long long)a->shape[0], (long long)a->shape[1],
+           (long long)b->shape[0], (long long)b->shape[1]);
+}
+
+/* The longest input a batch of ds can give the model: min(longest entry, allowed_max_length) */
+static bool fits_context(const InstructionDataset *ds, const char *split, int64_t allowed, int64_t context) {
+    for (int64_t i = 0; i < InstructionDataset_len(ds); i++) {
+        int64_t n;
+        InstructionDataset_getitem(ds, i, &n);
+        if ((n < allowed ? n : allowed) > context) {
+            fflush(stdout);
+            fprintf(stderr, "finetune: %s entry %lld has %lld tokens, more than the model's context_length %lld "
+                    "(--allowed-max-length %lld cuts the batches)\n", split, (long long)i, (long long)n, (long long)context,
+                    (long long)context);
+            return false;
+        }
+    }
+    return true;
+}
+
+static int answer_prompt(const Flags *a, Tokenizer *tok, nn_GPTModel *model) {
+    size_t len;
+    char *text;
+    if (!strcmp(a->prompt, "-")) {                                                /* - : stdin, less one final newline */
+        char err[512];
+        text = ac_read_stream(stdin, "stdin", &len, err, sizeof err);
+        if (!text) return fail("--prompt -: %s%s", err, "");
+        if (len && text[len - 1] == '\n') text[--len] = 0;
+    } else {
+        len = strlen(a->prompt);
+        text = ac_malloc(len + 1);
+        memcpy(text, a->prompt, len + 1);
+    }
+    JsonValue *entry = json_new_object();                                         /* {"instruction": TEXT, "input": ""} */
+    json_set_string(entry, "instruction", text, len);
+    json_set_string(entry, "input", "", 0);
+    size_t plen;
+    char *prompt = format_input_len(entry, &plen);                                /* format_input(entry) */
+    nn_eval(&model->module);
+    torch_manual_seed((uint64_t)a->seed);
+    char *ans = respond(model, tok, prompt, plen, model->cfg.context_length, a->max_new_tokens, true);
+    if (ans) putchar('\n');
+    free(ans), free(prompt), free(text);
+    json_free(entry);
+    return ans ? 0 : 1;
+}
+
+static int cmd_instruct(const Flags *a) {
+    char err[1024];
+    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
+    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
+    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
+    if (a->responses && !cli_check_output("finetune", "--responses", a->responses)) return 1;
+    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    int rc = 1;
+    JsonValue *data = NULL, *test_json = NULL;
+    InstructionDataset *train_ds = NULL, *val_ds = NULL;
+    nn_GPTModel *model = NULL;
+    optim_Optimizer *optimizer = NULL;
+    Run run = {0};
+    char *start = NULL;
+    double tokens_per_epoch = 0;
+    if (a->prompt) { /* an answer of a finetuned model: no data */
+        if (!(model = model_for(a))) goto out;
+        safetensors_File f;
+        ac_mark mk = ac_arena_mark();
+        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
+        ac_arena_release(mk);
+        if (!ok) {
+            fail("--load %s%s", err, "");
+            goto out;
+        }
+        rc = answer_prompt(a, tokenizer, model);
+        goto out;
+    }
+    if (!(data = instruct_load(a->data, err, sizeof err))) {                      // with open(a.data) as f: data = json.load(f)
+        fail("%s%s", err, "");
+        goto out;
+    }
+    printf("Number of entries: %zu\n", json_len(data));                           // print("Number of entries:", len(data))
+    InstructSplits sp = instruct_split(data, a->subset);                         // train_data, test_data, val_data = ... ([:a.subset])
+    printf("Training set length: %lld\n", (long long)sp.train.n);                // print("Training set length:", len(train_data))
+    printf("Validation set length: %lld\n", (long long)sp.val.n);
+    printf("Test set length: %lld\n", (long long)sp.test.n);
+    fflush(stdout);
+    if (sp.train.n < a->batch || sp.val.n < 1) {                                  /* the book's loop needs a batch of each */
+        fflush(stdout);
+        fprintf(stderr, "finetune: %s: the %s split has %lld entries, %s (85%% training, 10%% test, the rest validation)\n",
+                a->data, sp.train.n < a->batch ? "training" : "validation",
+                (long long)(sp.train.n < a->batch ? sp.train.n : sp.val.n),
+                sp.train.n < a->batch ? "fewer than one --batch (the training loader drops the last, partial one)"
+                                      : "none: the sample prompt is the first validation entry's");
+        goto out;
+    }
+    if (!(train_ds = InstructionDataset_new(sp.train, tokenizer, err, sizeof err)) ||
+        !(val_ds = InstructionDataset_new(sp.val, tokenizer, err, sizeof err))) {
+        fail("%s: %s", a->data, err);
+        goto out;
+    }
+    CollateArgs collate = {50256, -100, a->allowed_max_length};                   // collate = partial(custom_collate_fn, allowed_max_length=a.allowed_max_length)
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    InstructDataLoader train_loader = InstructDataLoader_new(train_ds, a->batch, true, true, collate); // DataLoader(..., shuffle=True, drop_last=True)
+    InstructDataLoader val_loader = InstructDataLoader_new(val_ds, a->batch, false, false, collate);   // DataLoader(..., shuffle=False, drop_last=False)
+    if (a->show_batches) {                                                        // if a.show_batches:
+        printf("Train loader:\n");                                                //     print("Train loader:")
+        ac_mark mk = ac_arena_mark();
+        InstructDataLoaderIter it = InstructDataLoader_iter(&train_loader);       //     for inputs, targets in train_loader:
+        Tensor *x = NULL, *y = NULL;
+        while (InstructDataLoaderIter_next(&it, &x, &y)) print_shapes(x, y);     //         print(inputs.shape, targets.shape)
+        InstructDataLoaderIter_free(&it);
+        torch_print(torch_select(x, 0, 0));                                       //     print(inputs[0])
+        torch_print(torch_select(y, 0, 0));                                       //     print(targets[0])
+        fflush(stdout);
+        ac_arena_release(mk);
+    }
+    if (!(model = model_for(a))) goto out;                                        // model, cfg = model_for(a)
+    if (!fits_context(train_ds, "training", a->allowed_max_length, model->cfg.context_length) ||
+        !fits_context(val_ds, "validation", a->allowed_max_length, model->cfg.context_length))
+        goto out;
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    {
+        char b1[32], b2[32];
+        bool prev = torch_no_grad_enter();                                        // with torch.no_grad():
+        double tl = calc_loss_loader(&train_loader, model, 5), vl = calc_loss_loader(&val_loader, model, 5);
+        torch_no_grad_exit(prev);
+        printf("Training loss: %s\n", ac_pyfloat(tl, b1));                        //     print("Training loss:", calc_loss_loader(train_loader, model, 5))
+        printf("Validation loss: %s\n", ac_pyfloat(vl, b2));                      //     print("Validation loss:", calc_loss_loader(val_loader, model, 5))
+        fflush(stdout);
+    }
+    if (a->load) {                                                                /* (the C's --load: a finetuned run's weights) */
+        safetensors_File f;
+        ac_mark mk = ac_arena_mark();
+        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
+        ac_arena_release(mk);
+        if (!ok) {
+            fail("--load %s%s", err, "");
+            goto out;
+        }
+    } else {
+        size_t start_len;
+        start = format_input_len(sp.val.entries[0], &start_len);                 // format_input(val_data[0])
+        double t0 = now_seconds();                                                // t0 = time.time()
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
+        ac_mark mk = ac_arena_mark();
+        optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false); // optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
+        ac_arena_release(mk);
+        if (a->log && !(run.log = fopen(a->log, "w"))) {                          // log = open(a.log, "w") if a.log else None
+            fail("cannot write --log %s: %s", a->log, strerror(errno));
+            goto out;
+        }
+        int64_t tokens_seen = train_model_simple(model, &train_loader, &val_loader, optimizer, a->epochs, a->eval_freq,
+                                                 a->eval_iter, start, start_len, tokenizer, &run);
+        tokens_per_epoch = a->epochs ? (double)tokens_seen / (double)a->epochs : 0; /* batches vary in length: the run's mean */
+        if (run.log) {
+            FILE *f = run.log;
+            run.log = NULL;
+            if (!ac_close_output(f)) {                                            // log.close()
+                fail("writing --log %s failed: %s", a->log, strerror(errno));
+                goto out;
+            }
+        }
+        fflush(stdout);
+        fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
+    }
+    nn_eval(&model->module);                                                      // model.eval()
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    test_json = instruct_list_json(sp.test);
+    int64_t n_answers = a->responses ? sp.test.n : sp.test.n < 3 ? sp.test.n : 3;
+    for (int64_t i = 0; i < n_answers; i++) {                                     // for entry in test_data[:3]: (and all of them for --responses)
+        JsonValue *entry = json_at(test_json, (size_t)i);
+        size_t plen;
+        char *prompt = format_input_len(entry, &plen);
+        char *ans = respond(model, tokenizer, prompt, plen, model->cfg.context_length, a->max_new_tokens, false);
+        if (!ans) {
+            free(prompt);
+            goto out;
+        }
+        if (i < 3) {
+            fwrite(prompt, 1, plen, stdout);                                      //     print(format_input(entry))
+            printf("\n\nCorrect response:\n>> %s\n", instruct_field(entry, "output")); // print(f"\nCorrect response:\n>> {entry['output']}")
+            printf("\nModel response:\n>> %s\n", ans);                            //     print(f"\nModel response:\n>> {respond(...)}")
+            printf("-------------------------------------\n");
+            fflush(stdout);
+        }
+        json_set_string(entry, "model_response", ans, strlen(ans));               // entry["model_response"] = respond(...)
+        free(prompt), free(ans);
+    }
+    if (a->responses && !json_dump(test_json, a->responses, 4, err, sizeof err)) { // json.dump(test_data, f, indent=4)
+        fail("--responses %s%s", err, "");
+        goto out;
+    }
+    if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
+    if (a->plot) {
+        Figures fig = {&run.loss, &run.acc, tokens_per_epoch};
+        if (!ac_write_file_atomic(a->plot, draw_instruct_losses, &fig)) {
+            fail("cannot write --plot %s: %s", a->plot, strerror(errno));
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    if (run.log) fclose(run.log);
+    series_free(&run.loss), series_free(&run.acc);
+    free(start);
+    optim_free(optimizer);
+    if (model) nn_free(&model->module);
+    InstructionDataset_free(train_ds), InstructionDataset_free(val_ds);
+    json_free(test_json), json_free(data);
+    tokenizer_free(tokenizer);
+    return rc;
+}
+
+static void on_error(ac_error_kind kind, const char *msg, void *user) {
+    fflush(stdout);
+    fprintf(stderr, "finetune: %s: %s\n", ac_error_kind_name(kind), msg);
+    exit(1);
+}
+
+int main(int argc, char **argv) {
+    ac_set_error_handler(on_error, NULL);
+    Flags a;
+    int rc = parse_flags(argc, argv, &a);
+    if (rc) return rc;
+    rc = a.cmd == CLASSIFY ? cmd_classify(&a) : cmd_instruct(&a);
+    ac_shutdown();
+    return ac_finish_output("finetune", rc);
+}
