@@ -10,7 +10,18 @@
  *   gpt-124m    one AdamW step of the book's GPTModel (124M config, context 256, dropout 0.1) on 2 x 256 tokens
  *   gpt-generate  greedy generation of 100 tokens after "Every effort moves you" with the untrained 124M
  *               model at context 1024, as generate_text_simple does it (tokens/s)
- * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eight)
+ *   gpt-classify  one AdamW step of chapter 6's classifier: GPT-2 small's shape (context 1024, qkv_bias,
+ *               no dropout), all frozen but the last block, the final norm and a new 768 x 2 head, on
+ *               8 x 120 tokens, the loss on the last token's logits (ms/step, peak RSS)
+ *   gpt-lora    the same step with appendix E's LoRA (rank 16, alpha 16) on every Linear, the rest frozen
+ *   gpt-sft     one AdamW step of chapter 7's instruction finetuning: GPT-2 medium's shape (355M, context
+ *               1024, qkv_bias, no dropout), all trainable, on 8 x 64 tokens whose targets end in -100
+ *               padding (ms/step, tokens/s, peak RSS)
+ * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eleven)
+ * Peak RSS is getrusage's ru_maxrss, as workloads.py's, but per workload: PyTorch runs one workload per
+ * process, so before each workload bench hands the arena back (ac_shutdown) and, on Linux, resets the
+ * high-water mark (/proc/self/clear_refs "5") to the RSS it has then. Elsewhere it is process-wide (a
+ * workload's figure includes the largest before it): run one workload per process to compare.
  * Timing as workloads.py: warm-up, then the median of `repeat` runs of `iters` steps. */
 #include <stdio.h>
 #include <stdlib.h>
@@ -65,6 +76,17 @@ static double peak_rss_mb(void) {
 #endif
 #else
     return 0.0;
+#endif
+}
+
+/* ru_maxrss back to the current RSS (Linux 4.0+), so that the next workload's peak is its own */
+static void reset_peak_rss(void) {
+#if defined(__linux__)
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (f) {
+        fputs("5", f);
+        fclose(f);
+    }
 #endif
 }
 
@@ -203,6 +225,87 @@ static void gpt_generate_workload(void) {
     ac_shutdown();
 }
 
+/* ---- gpt-classify, gpt-lora, gpt-sft: chapters 6 and 7, appendix E -------------------------------- */
+
+/* finetune_model(emb, heads, layers): context 1024, no dropout, qkv_bias, torch.manual_seed(123) */
+static nn_GPTModel *finetune_model(int64_t emb, int64_t heads, int64_t layers) {
+    nn_GPTConfig cfg = {.vocab_size = 50257, .context_length = 1024, .emb_dim = emb, .n_heads = heads,
+                        .n_layers = layers, .drop_rate = 0.0, .qkv_bias = true};
+    torch_manual_seed(123);
+    return nn_GPTModel_new(cfg);
+}
+
+static void gpt_cls_step(void *p) {
+    GptCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    optim_zero_grad(c->opt);                                           /* opt.zero_grad() */
+    torch_backward(gpt_calc_loss_batch_cls(c->x, c->y, c->model), NULL); /* F.cross_entropy(model(x)[:, -1, :], y).backward() */
+    optim_step(c->opt);                                                /* opt.step() */
+    ac_arena_release(m);
+}
+
+static void gpt_classify(bool lora) {
+    GptCtx c;
+    c.model = finetune_model(768, 12, 12);                             /* model = finetune_model(768, 12, 12) */
+    torch_manual_seed(123);
+    c.model->out_head = (nn_Linear *)nn_setattr(&c.model->module, "out_head",
+                                                &nn_Linear_new(768, 2, true)->module); /* model.out_head = nn.Linear(768, 2) */
+    nn_requires_grad_(&c.model->module, false);                        /* for p in model.parameters(): p.requires_grad = False */
+    if (lora) {
+        nn_replace_linear_with_lora(&c.model->module, 16, 16);         /* replace_linear_with_lora(model, 16, 16) */
+    } else {                                                           /* the last block, final_norm, out_head trainable */
+        nn_requires_grad_(nn_Sequential_get(c.model->trf_blocks, -1), true);
+        nn_requires_grad_(&c.model->final_norm->module, true);
+        nn_requires_grad_(&c.model->out_head->module, true);
+    }
+    nn_train(&c.model->module, true);                                  /* model.train() */
+    c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 5e-5, 0.9, 0.999, 1e-8, 0.1, false);
+    torch_manual_seed(0);
+    ac_mark m = ac_arena_mark();
+    c.x = ac_persist(torch_randint(0, 50257, SHAPE(8, 120)));          /* x = torch.randint(0, 50257, (8, 120)) */
+    c.y = ac_persist(torch_randint(0, 2, SHAPE(8)));                   /* y = torch.randint(0, 2, (8,)) */
+    ac_arena_release(m);
+    double s = timed(gpt_cls_step, &c, 1, 1, 3);                       /* timed(step, 1, 1, repeat=3) */
+    char f[160];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"trainable_params\": %lld", s * 1e3,
+             (long long)nn_num_trainable_parameters(&c.model->module));
+    print_line(lora ? "gpt-lora" : "gpt-classify", f);
+    ac_free(c.x);
+    ac_free(c.y);
+    optim_free(c.opt);
+    nn_free(&c.model->module);
+    ac_shutdown();
+}
+
+static void gpt_sft(void) {
+    GptCtx c;
+    c.model = finetune_model(1024, 16, 24);                            /* model = finetune_model(1024, 16, 24) */
+    nn_train(&c.model->module, true);                                  /* model.train() */
+    c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 5e-5, 0.9, 0.999, 1e-8, 0.1, false);
+    torch_manual_seed(0);
+    ac_mark m = ac_arena_mark();
+    Tensor *data = torch_randint(0, 50256, SHAPE(8, 65));              /* data = torch.randint(0, 50256, (8, 65)) */
+    c.x = ac_persist(torch_slice(data, 1, 0, 64));                     /* x, y = data[:, :-1].clone(), data[:, 1:].clone() */
+    c.y = ac_persist(torch_slice(data, 1, 1, 65));
+    ac_arena_release(m);
+    int64_t *x = ac_data_long(c.x), *y = ac_data_long(c.y);
+    for (int64_t i = 0; i < 8; i++) {                                  /* each example ends at its own length */
+        int64_t n = 40 + 3 * i;
+        for (int64_t j = n; j < 64; j++) x[i * 64 + j] = 50256;        /* x[i, n:] = 50256 */
+        y[i * 64 + n] = 50256;                                         /* y[i, n] = 50256 */
+        for (int64_t j = n + 1; j < 64; j++) y[i * 64 + j] = -100;     /* y[i, n + 1:] = -100 */
+    }
+    double s = timed(gpt_step, &c, 1, 1, 3);                           /* timed(step, 1, 1, repeat=3) */
+    char f[96];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
+    print_line("gpt-sft", f);
+    ac_free(c.x);
+    ac_free(c.y);
+    optim_free(c.opt);
+    nn_free(&c.model->module);
+    ac_shutdown();
+}
+
 /* ---- matmul ------------------------------------------------------------------------------------------- */
 
 typedef struct { Tensor *a, *b; } MatCtx;
@@ -290,7 +393,7 @@ static void tokenize(void) {
 }
 
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eight)\n"
+    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eleven)\n"
                "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
                "  article       forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
                "  train-tiny    one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
@@ -300,6 +403,12 @@ static void usage(FILE *f) {
                "                peak RSS)\n"
                "  gpt-124m      one AdamW step of the book's GPTModel (124M, context 256) on 2 x 256 tokens (ms/step)\n"
                "  gpt-generate  100 greedy tokens of the untrained 124M model at context 1024 (tokens/s)\n"
+               "  gpt-classify  one AdamW step of chapter 6's classifier (GPT-2 small's shape, context 1024,\n"
+               "                qkv_bias, no dropout; all frozen but the last block, final norm and a new 768 x 2\n"
+               "                head) on 8 x 120 tokens, loss on the last token (ms/step, peak RSS)\n"
+               "  gpt-lora      the same with appendix E's LoRA (rank 16, alpha 16) on every Linear, the rest frozen\n"
+               "  gpt-sft       one AdamW step of chapter 7's instruction finetuning (GPT-2 medium's shape, 355M,\n"
+               "                all trainable) on 8 x 64 tokens with -100 padded targets (ms/step, tokens/s; 9.3 GB peak)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
                "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
@@ -309,7 +418,8 @@ static void usage(FILE *f) {
 }
 
 int main(int argc, char **argv) {
-    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context", "tokenize", "gpt-124m", "gpt-generate"}, *chosen[16];
+    const char *all[] = {"article", "train-tiny", "train-base", "matmul", "long-context", "tokenize", "gpt-124m", "gpt-generate",
+                        "gpt-classify", "gpt-lora", "gpt-sft"}, *chosen[16];
     int n = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
@@ -330,9 +440,11 @@ int main(int argc, char **argv) {
         }
     }
     if (n == 0)
-        for (int i = 0; i < 8; i++) chosen[n++] = all[i];
+        for (int i = 0; i < (int)(sizeof all / sizeof *all); i++) chosen[n++] = all[i];
     for (int i = 0; i < n; i++) {
         const char *w = chosen[i];
+        if (i > 0) ac_shutdown(); /* the last workload's arena back (the gpt ones have done it already) */
+        reset_peak_rss();
         if (strcmp(w, "article") == 0) article();
         else if (strcmp(w, "train-tiny") == 0) train("train-tiny", 65, 32, 16, 64, 4, 50, false);
         else if (strcmp(w, "train-base") == 0) train("train-base", 65, 128, 16, 256, 8, 10, false);
@@ -340,6 +452,9 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "tokenize") == 0) tokenize();
         else if (strcmp(w, "gpt-124m") == 0) gpt_124m();
         else if (strcmp(w, "gpt-generate") == 0) gpt_generate_workload();
+        else if (strcmp(w, "gpt-classify") == 0) gpt_classify(false);
+        else if (strcmp(w, "gpt-lora") == 0) gpt_classify(true);
+        else if (strcmp(w, "gpt-sft") == 0) gpt_sft();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);
