@@ -105,6 +105,17 @@ START_TEST(test_chapter6_frozen_model) {
         assert_tensor_golden(gpt_last_token_logits(m, batch_x()), GOLD, "cls.logits", 1e-9, 1e-6);
         torch_no_grad_exit(prev);
     }
+    {   /* the frozen block keeps nothing past its output: a forward with grad holds one block's intermediates */
+        size_t before = ac_arena_bytes_in_use();
+        gpt_calc_loss_batch_cls(batch_x(), batch_y(), m);
+        size_t frozen = ac_arena_bytes_in_use() - before;
+        nn_requires_grad_(nn_Sequential_get(m->trf_blocks, 0), true);
+        before = ac_arena_bytes_in_use();
+        gpt_calc_loss_batch_cls(batch_x(), batch_y(), m);
+        size_t all = ac_arena_bytes_in_use() - before;
+        nn_requires_grad_(nn_Sequential_get(m->trf_blocks, 0), false);
+        ck_assert_msg(frozen < all * 3 / 4, "a forward kept %zu bytes with block 0 frozen, %zu without", frozen, all);
+    }
     static const char *const grads[] = {"out_head.weight", "out_head.bias", "trf_blocks.1.ff.layers.0.weight",
                                         "final_norm.scale", "trf_blocks.1.att.W_query.bias"};
     train3(m, "cls.", grads, 5);

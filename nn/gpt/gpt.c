@@ -167,6 +167,27 @@ nn_TransformerBlock *nn_GPTModel_block(nn_GPTModel *self, int i) {
     return (nn_TransformerBlock *)self->trf_blocks->module.children[i].m;
 }
 
+/* self.trf_blocks(x), block by block. (C: a block that builds no graph, frozen with an input that needs
+ * no gradient, keeps nothing past its output: its intermediates are released at once, as PyTorch frees
+ * what no backward saved. Chapter 6's frozen blocks then cost one block's memory, not eleven.) */
+static Tensor *run_blocks(nn_Sequential *blocks, Tensor *x) {
+    for (int i = 0; i < blocks->module.n_children; i++) {
+        nn_TransformerBlock *b = (nn_TransformerBlock *)blocks->module.children[i].m;
+        if (!torch_is_grad_enabled() || x->requires_grad || nn_num_trainable_parameters(&b->module) > 0) {
+            x = nn_forward(&b->module, x);
+            continue;
+        }
+        Tensor *out = torch_empty(x->ndim, x->shape, AC_FLOAT32);             /* made before the mark: it stays */
+        ac_mark mk = ac_arena_mark();
+        Tensor *y = torch_contiguous(nn_forward(&b->module, x));
+        memcpy(out->data, (const float *)y->data + y->offset, sizeof(float) * (size_t)torch_numel(y));
+        ac_arena_release(mk);
+        b->att->last_attn_weights = NULL;                                       /* released with the rest */
+        x = out;
+    }
+    return x;
+}
+
 Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                 // def forward(self, in_idx):
     ac_check_defined(in_idx, "GPTModel");
     if (in_idx->ndim != 2 || in_idx->dtype != AC_INT64)
@@ -178,7 +199,7 @@ Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                
                  (long long)self->cfg.context_length);
     Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, in_idx),            //     x = self.tok_emb(in_idx) +
                           nn_Embedding_forward(self->pos_emb, torch_arange(seq_len))); //         self.pos_emb(torch.arange(seq_len))
-    x = nn_Sequential_forward(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x)); //     x = self.trf_blocks(self.drop_emb(x))
+    x = run_blocks(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x));     //     x = self.trf_blocks(self.drop_emb(x))
     return nn_call(&self->module, "out_head", nn_GPTLayerNorm_forward(self->final_norm, x)); //     return self.out_head(self.final_norm(x))
 }
 
