@@ -26,6 +26,7 @@
 #include "viz.h"
 
 #include "cli.h"
+#include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source */
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -64,7 +65,8 @@ static void usage(FILE *f) {
             "  --log FILE           every step's batch loss: step N loss X\n"
             "  --save FILE          the finetuned model's state_dict (the book's names) as safetensors\n"
             "  --load FILE          such a file's weights instead of training (the model built as the flags say)\n"
-            "  --plot FILE.svg      the chapter's figures: the losses and the accuracies over the epochs\n"
+            "  --plot FILE.svg      the chapter's figures: the losses (and classify's accuracies) over the epochs\n"
+            "  --html FILE          the reader's page: the book's Python beside this C, the run's output and figures\n"
             "both:\n"
             "  --tokenizer DIR      GPT-2's encoder.json + vocab.bpe (default ../shared/data/gpt2, or --gpt2's own)\n"
             "  --threads N          threads inside ops (the numbers never depend on it)\n"
@@ -79,7 +81,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-    const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *plot, *responses, *prompt;
+    const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *plot, *responses, *prompt, *html;
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, max_length, lora;
     long long subset, allowed_max_length, max_new_tokens;
     double lr, weight_decay, lora_alpha;
@@ -132,6 +134,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         CLI_TEXT_FLAG("--save", &a->save, CLI_ALL),
         CLI_TEXT_FLAG("--load", &a->load, CLI_ALL),
         CLI_TEXT_FLAG("--plot", &a->plot, CLI_ALL),
+        CLI_TEXT_FLAG("--html", &a->html, CLI_ALL),
     };
     const cli_spec spec = {"finetune", commands, flags, (int)(sizeof flags / sizeof *flags), 0, true};
     cli_args args;
@@ -146,9 +149,9 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     if (a->eval_freq < 0) a->eval_freq = cls ? 50 : 5;                            /* a.eval_freq or (50 if cls else 5) */
     if (a->prompt && !a->load)
         return cli_fail(&spec, "--prompt answers with a finetuned model: give its weights with --load FILE%s%s", "", "");
-    if (a->prompt && (a->responses || a->show_batches || a->plot))
+    if (a->prompt && (a->responses || a->show_batches || a->plot || a->html))
         return cli_fail(&spec, "--prompt only answers: %s goes with a training run%s",
-                        a->responses ? "--responses" : a->show_batches ? "--show-batches" : "--plot", "");
+                        a->responses ? "--responses" : a->show_batches ? "--show-batches" : a->plot ? "--plot" : "--html", "");
     if (a->gpt2) {
         static const char *const sizes[] = {"--context", "--emb-dim", "--heads", "--layers", "--qkv-bias", NULL};
         for (int k = 0; sizes[k]; k++)
@@ -240,6 +243,9 @@ static void series_add(Series2 *s, double x, double a, double b) {
 static void series_free(Series2 *s) { free(s->x), free(s->a), free(s->b); }
 
 typedef struct { const Series2 *loss, *acc; double examples_per_epoch; } Figures;
+
+static bool page_wanted; /* --html: the run draws its figure for the page too */
+static char *page_svg;
 
 /* plot_values(epochs_seen, examples_seen, train_losses, val_losses) and the same of the accuracies,
  * side by side */
@@ -349,7 +355,7 @@ static bool load_data(const Flags *a, Tokenizer *tokenizer, Data *d) {
     if (!random_split(&d->balanced, 0.7, 0.1, a->seed, &d->parts[0], &d->parts[1], &d->parts[2], err, sizeof err)) // train_df, validation_df, test_df = random_split(balanced_df, 0.7, 0.1, a.seed)
         return fail("%s%s", err, ""), false;
     static const char *const what[] = {"training", "validation", "test"};
-    for (int k = 0; k < 3; k++) /* the book's loaders need a batch of each: a smaller split has none */
+    for (int k = 0; k < 3; k++) /* (C: refused here: the book's loaders need a batch of each, a smaller split has none) */
         if (d->parts[k].n < (k == 0 ? a->batch : 1)) {
             char n[64];
             snprintf(n, sizeof n, "%lld of %lld balanced texts", (long long)d->parts[k].n, (long long)d->balanced.n);
@@ -516,8 +522,9 @@ static int cmd_classify(const Flags *a) {
     }
     fflush(stdout);
     if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
+    Figures fig = {&run.loss, &run.acc, (double)(TensorDataLoader_len(&loaders[0]) * a->batch)};
+    if (page_wanted) page_svg = ac_draw_to_string(draw_figures, &fig);
     if (a->plot) {
-        Figures fig = {&run.loss, &run.acc, (double)(TensorDataLoader_len(&loaders[0]) * a->batch)};
         if (!ac_write_file_atomic(a->plot, draw_figures, &fig)) {
             fail("cannot write --plot %s: %s", a->plot, strerror(errno));
             goto out;
@@ -924,8 +931,9 @@ static int cmd_instruct(const Flags *a) {
         goto out;
     }
     if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
+    Figures fig = {&run.loss, &run.acc, tokens_per_epoch};
+    if (page_wanted) page_svg = ac_draw_to_string(draw_instruct_losses, &fig);
     if (a->plot) {
-        Figures fig = {&run.loss, &run.acc, tokens_per_epoch};
         if (!ac_write_file_atomic(a->plot, draw_instruct_losses, &fig)) {
             fail("cannot write --plot %s: %s", a->plot, strerror(errno));
             goto out;
@@ -944,6 +952,125 @@ out:
     return rc;
 }
 
+/* ---- the reader's page (--html) ---------------------------------------------------------------------- */
+
+/* The rows of functions of a source text, one table */
+static void code_table(FILE *f, const char *caption, const char *src, const char *src_name, const char *names) {
+    ac_rows r = {0};
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", names);
+    for (char *nm = strtok(buf, " "); nm; nm = strtok(NULL, " "))
+        if (!ac_rows_function(src, nm, &r)) ac_error("--html: %s not found in %s", nm, src_name);
+    char head[128];
+    snprintf(head, sizeof head, "C (%s)", src_name);
+    ac_page_code(f, caption, "Python (the book, as finetune.py)", head, r.n, r.rows);
+    ac_code_rows_free(r.n, r.rows);
+}
+
+/* where `mark` starts a line of out (from `from` on), or `dflt` */
+static const char *line_at(const char *from, const char *end, const char *mark, const char *dflt) {
+    size_t n = strlen(mark);
+    for (const char *p = from; p < end; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : end)
+        if ((size_t)(end - p) >= n && !memcmp(p, mark, n)) return p;
+    return dflt;
+}
+
+typedef struct { const char *id, *title, *src, *src_name, *functions, *caption; } Section;
+
+static void write_sections(FILE *f, const Section *s, int n, const char *const *cuts, const char *figure_caption, int figure_at) {
+    const char *ids[8], *titles[8];
+    int k = 0;
+    for (int i = 0; i < n; i++) /* an entry with its predecessor's id adds a table to that section */
+        if (!i || strcmp(s[i].id, s[i - 1].id)) ids[k] = s[i].id, titles[k++] = s[i].title;
+    ac_page_toc(f, k, ids, titles);
+    for (int i = 0; i < n; i++) {
+        if (!i || strcmp(s[i].id, s[i - 1].id)) ac_page_section_begin(f, s[i].id, s[i].title);
+        code_table(f, s[i].caption, s[i].src, s[i].src_name, s[i].functions);
+        if (i + 1 < n && !strcmp(s[i + 1].id, s[i].id)) continue;
+        ac_page_output(f, cuts[i], (size_t)(cuts[i + 1] - cuts[i]));
+        const char *figs[1] = {page_svg}, *caps[1] = {figure_caption};
+        ac_page_figures(f, i == figure_at && page_svg ? 1 : 0, figs, caps);
+        ac_page_section_end(f);
+    }
+}
+
+static bool page_lora;
+
+static void write_classify_page(FILE *f, const char *out, size_t len) {
+    const char *end = out + len;
+    ac_page_begin(f, "The book's chapter 6 (and appendix E): a spam classifier, Python beside C",
+                  "<p>Chapter 6 of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i>, and appendix E's "
+                  "LoRA, as <code>../shared/pytorch/finetune.py</code> writes them: the Python on the left, <b>attention.c</b> "
+                  "on the right, row for row (each C line carries the Python it does), and what this run printed and drew. "
+                  "Made by <code>./build/finetune classify --html FILE</code>; no script, no network.</p>");
+    const char *model_at = line_at(out, end, "Total trainable", end);
+    const char *eval_at = line_at(model_at, end, "Training accuracy: ", end);
+    const char *train_at = line_at(eval_at, end, "Ep ", end);
+    const char *use_at = end; /* the last accuracy line without a " | " */
+    for (const char *p = train_at; (p = line_at(p, end, "Training accuracy: ", NULL)); p++) {
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        if (!memchr(p, '|', (size_t)((nl ? nl : end) - p))) use_at = p;
+        if (!nl) break;
+        p = nl;
+    }
+    const char *cuts[] = {out, model_at, model_at, eval_at, train_at, use_at, end};
+    Section s[] = {
+        {"data", "The data: pandas' TSV, a balanced set, three splits, the loaders", finetune_example_source,
+         "examples/finetune.c", "load_data", NULL},
+        {"model", "A new head; the rest frozen (chapter 6) or LoRA on every Linear (appendix E)", finetune_example_source,
+         "examples/finetune.c", "prepare_model", NULL},
+        {"model", NULL, finetune_lora_source, "nn/lora.c",
+         page_lora ? "nn_LoRALayer_new nn_LoRALayer_forward nn_LinearWithLoRA_forward nn_replace_linear_with_lora"
+                   : "nn_replace_linear_with_lora", "Appendix E: LoRALayer, LinearWithLoRA, replace_linear_with_lora"},
+        {"loss", "The last token's logits: loss and accuracy", finetune_classifier_source, "nn/gpt/classifier.c",
+         "gpt_last_token_logits gpt_calc_loss_batch_cls gpt_calc_accuracy_loader", NULL},
+        {"train", "Finetuning: train_classifier_simple", finetune_example_source, "examples/finetune.c",
+         "train_classifier_simple", NULL},
+        {"use", "Using the classifier", finetune_classifier_source, "nn/gpt/classifier.c", "gpt_classify_review", NULL},
+    };
+    write_sections(f, s, 6, cuts, "Loss and accuracy over the epochs (the chapter's figures)", 4);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs this command against finetune.py "
+                   "and compares every line.</p>");
+}
+
+static void write_instruct_page(FILE *f, const char *out, size_t len) {
+    const char *end = out + len;
+    ac_page_begin(f, "The book's chapter 7: instruction finetuning, Python beside C",
+                  "<p>Chapter 7 of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i> as "
+                  "<code>../shared/pytorch/finetune.py</code> writes it: the Python on the left, <b>attention.c</b> on the "
+                  "right, and what this run printed and drew. Made by <code>./build/finetune instruct --html FILE</code>; "
+                  "no script, no network.</p>");
+    const char *train_at = line_at(out, end, "Training loss: ", end);
+    const char *answers_at = line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
+                                                    "appropriately completes the request.\n", end);
+    const char *cuts[] = {out, out, train_at, train_at, answers_at, answers_at, end};
+    Section s[] = {
+        {"data", "The data: the Alpaca prompt, padding and -100 targets, the loaders", finetune_instruct_source,
+         "nn/text/instruct.c", "format_input_len custom_collate_fn", NULL},
+        {"train", "Finetuning: chapter 5's loop on the instruction batches", finetune_example_source, "examples/finetune.c",
+         "calc_loss_loader train_model_simple", NULL},
+        {"answers", "The model's answers", finetune_example_source, "examples/finetune.c", "respond answer_of", NULL},
+    };
+    const char *cuts3[] = {cuts[0], cuts[2], cuts[4], cuts[6]};
+    write_sections(f, s, 3, cuts3, "Training and validation loss (the chapter's figure)", 1);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs this command against finetune.py "
+                   "and compares every line and the responses file.</p>");
+}
+
+static int run_for_page(void *flags) {
+    const Flags *a = flags;
+    page_wanted = true;
+    page_lora = a->lora > 0;
+    return a->cmd == CLASSIFY ? cmd_classify(a) : cmd_instruct(a);
+}
+
+static int run_with_page(const Flags *a) {
+    int rc = ac_page_of_run("finetune", a->html, run_for_page, (void *)a,
+                            a->cmd == CLASSIFY ? write_classify_page : write_instruct_page);
+    free(page_svg);
+    return rc;
+}
+
 static void on_error(ac_error_kind kind, const char *msg, void *user) {
     fflush(stdout);
     fprintf(stderr, "finetune: %s: %s\n", ac_error_kind_name(kind), msg);
@@ -955,7 +1082,7 @@ int main(int argc, char **argv) {
     Flags a;
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
-    rc = a.cmd == CLASSIFY ? cmd_classify(&a) : cmd_instruct(&a);
+    rc = a.html ? run_with_page(&a) : a.cmd == CLASSIFY ? cmd_classify(&a) : cmd_instruct(&a);
     ac_shutdown();
     return ac_finish_output("finetune", rc);
 }

@@ -651,6 +651,38 @@ START_TEST(test_programs_help) {
 }
 END_TEST
 
+/* finetune classify and instruct --html: the run prints what it prints without the flag; the page is
+ * well-formed, each section a table of the book's Python beside the C, the run's output, the figure */
+START_TEST(test_finetune_pages) {
+    static const struct { const char *args; int sections, tables; const char *row; } runs[] = {
+        {"classify --epochs 2 --eval-freq 5 --lora 2", 5, 6, "<td class=\"py\">    return self.linear(x) + self.lora(x)</td>"},
+        {"instruct --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 --max-new-tokens 5", 3, 3,
+         "<td class=\"py\">        optimizer.zero_grad()</td>"},
+    };
+    char *dir = temp_dir(), cmd[1024], path[512];
+    for (int r = 0; r < 2; r++) {
+        char *plain, *out;
+        snprintf(cmd, sizeof cmd, "%s/finetune %s --tokenizer %s 2>/dev/null", build_dir(), runs[r].args, shared_path("data/gpt2"));
+        ck_assert_int_eq(run_command(cmd, &plain), 0);
+        snprintf(path, sizeof path, "%s/page%d.html", dir, r);
+        snprintf(cmd, sizeof cmd, "%s/finetune %s --tokenizer %s --html %s 2>/dev/null", build_dir(), runs[r].args,
+                 shared_path("data/gpt2"), path);
+        ck_assert_int_eq(run_command(cmd, &out), 0);
+        ck_assert_str_eq(out, plain);
+        char *page = read_text(path);
+        assert_xml(page, strlen(page), path);
+        ck_assert_int_eq(count(page, "<section id="), runs[r].sections);
+        ck_assert_int_eq(count(page, "<table"), runs[r].tables);
+        ck_assert_int_eq(count(page, "<pre class=\"out\">"), runs[r].sections);
+        ck_assert_msg(strstr(page, runs[r].row), "%s: a row with its Python (%s)", runs[r].args, runs[r].row);
+        ck_assert_msg(count(page, "<svg ") >= 1, "%s: the figure", runs[r].args);
+        ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL, "no script, nothing fetched");
+        free(plain), free(out), free(page);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *suite_viz(void) {
     Suite *s = suite_create("viz");
     TCase *tc = tcase("viz");
@@ -670,6 +702,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_gpt_html);
     tcase_add_test(tc, test_train_pictures);
     tcase_add_test(tc, test_appendix_d_plot);
+    tcase_add_test(tc, test_finetune_pages);
     tcase_add_test(tc, test_minimal_example);
     tcase_add_test(tc, test_programs_help);
     suite_add_tcase(s, tc);
