@@ -311,6 +311,58 @@ static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *tra
     return examples_seen;                                                         // return examples_seen
 }
 
+/* ---- what both commands do around their training loop ---------------------------------------------- */
+
+/* (the C's --load FILE: a finetuned run's weights, into the model the flags built) */
+static bool load_weights(const char *path, nn_GPTModel *model) {
+    char err[1024];
+    safetensors_File f;
+    ac_mark mk = ac_arena_mark();
+    bool ok = nn_GPTModel_load(path, model, NULL, &f, err, sizeof err);
+    ac_arena_release(mk);
+    if (!ok) fail("--load %s%s", err, "");
+    return ok;
+}
+
+/* The optimizer, and the log opened; NULL after a message */
+static optim_Optimizer *start_training(const Flags *a, nn_GPTModel *model, Run *run) {
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    ac_mark mk = ac_arena_mark();
+    optim_Optimizer *optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, // optimizer = torch.optim.AdamW(model.parameters(),
+                                             a->weight_decay, false);            //     lr=a.lr, weight_decay=a.weight_decay)
+    ac_arena_release(mk);
+    if (a->log && !(run->log = fopen(a->log, "w"))) {                             // log = open(a.log, "w") if a.log else None
+        fail("cannot write --log %s: %s", a->log, strerror(errno));
+        optim_free(optimizer);
+        return NULL;
+    }
+    return optimizer;
+}
+
+static bool end_training(const Flags *a, Run *run, double t0) {
+    if (run->log) {
+        FILE *f = run->log;
+        run->log = NULL;
+        if (!ac_close_output(f)) {                                                // log.close()
+            fail("writing --log %s failed: %s", a->log, strerror(errno));
+            return false;
+        }
+    }
+    fflush(stdout);
+    fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             // print(f"(training took ...)", file=sys.stderr)
+    return true;
+}
+
+/* The run's figure: for the page (--html) and into --plot */
+static bool write_figure(const Flags *a, bool (*draw)(FILE *, void *), Figures *fig) {
+    if (page_wanted) page_svg = ac_draw_to_string(draw, fig);
+    if (a->plot && !ac_write_file_atomic(a->plot, draw, fig)) {
+        fail("cannot write --plot %s: %s", a->plot, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
 /* ---- finetune classify --------------------------------------------------------------------------------- */
 
 typedef struct { char dir[4200], paths[3][4300]; bool temporary; } Splits;
@@ -482,35 +534,12 @@ static int cmd_classify(const Flags *a) {
     }
 
     if (a->load) {                                                                // (the C's --load: the weights of a finetuned run)
-        safetensors_File f;
-        ac_mark mk = ac_arena_mark();
-        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
-        ac_arena_release(mk);
-        if (!ok) {
-            fail("--load %s%s", err, "");
-            goto out;
-        }
+        if (!load_weights(a->load, model)) goto out;
     } else {
         double t0 = now_seconds();                                                // t0 = time.time()
-        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
-        ac_mark mk = ac_arena_mark();
-        optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false); // optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-        ac_arena_release(mk);
-        if (a->log && !(run.log = fopen(a->log, "w"))) {                          // log = open(a.log, "w") if a.log else None
-            fail("cannot write --log %s: %s", a->log, strerror(errno));
-            goto out;
-        }
+        if (!(optimizer = start_training(a, model, &run))) goto out;
         train_classifier_simple(model, &loaders[0], &loaders[1], optimizer, a->epochs, a->eval_freq, a->eval_iter, &run);
-        if (run.log) {
-            FILE *f = run.log;
-            run.log = NULL;
-            if (!ac_close_output(f)) {                                            // log.close()
-                fail("writing --log %s failed: %s", a->log, strerror(errno));
-                goto out;
-            }
-        }
-        fflush(stdout);
-        fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
+        if (!end_training(a, &run, t0)) goto out;
     }
     print_accuracies(loaders, model, -1);                                         // calc_accuracy_loader(train_loader, model) ...
     static const char *const reviews[] = {
@@ -523,13 +552,7 @@ static int cmd_classify(const Flags *a) {
     fflush(stdout);
     if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
     Figures fig = {&run.loss, &run.acc, (double)(TensorDataLoader_len(&loaders[0]) * a->batch)};
-    if (page_wanted) page_svg = ac_draw_to_string(draw_figures, &fig);
-    if (a->plot) {
-        if (!ac_write_file_atomic(a->plot, draw_figures, &fig)) {
-            fail("cannot write --plot %s: %s", a->plot, strerror(errno));
-            goto out;
-        }
-    }
+    if (!write_figure(a, draw_figures, &fig)) goto out;
     rc = 0;
 out:
     if (run.log) fclose(run.log);
@@ -802,15 +825,7 @@ static int cmd_instruct(const Flags *a) {
     char *start = NULL;
     double tokens_per_epoch = 0;
     if (a->prompt) { /* an answer of a finetuned model: no data */
-        if (!(model = model_for(a))) goto out;
-        safetensors_File f;
-        ac_mark mk = ac_arena_mark();
-        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
-        ac_arena_release(mk);
-        if (!ok) {
-            fail("--load %s%s", err, "");
-            goto out;
-        }
+        if (!(model = model_for(a)) || !load_weights(a->load, model)) goto out;
         rc = answer_prompt(a, tokenizer, model);
         goto out;
     }
@@ -869,39 +884,16 @@ static int cmd_instruct(const Flags *a) {
         fflush(stdout);
     }
     if (a->load) {                                                                /* (the C's --load: a finetuned run's weights) */
-        safetensors_File f;
-        ac_mark mk = ac_arena_mark();
-        bool ok = nn_GPTModel_load(a->load, model, NULL, &f, err, sizeof err);
-        ac_arena_release(mk);
-        if (!ok) {
-            fail("--load %s%s", err, "");
-            goto out;
-        }
+        if (!load_weights(a->load, model)) goto out;
     } else {
         size_t start_len;
         start = format_input_len(sp.val.entries[0], &start_len);                 // format_input(val_data[0])
         double t0 = now_seconds();                                                // t0 = time.time()
-        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
-        ac_mark mk = ac_arena_mark();
-        optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false); // optimizer = torch.optim.AdamW(model.parameters(), lr=a.lr, weight_decay=a.weight_decay)
-        ac_arena_release(mk);
-        if (a->log && !(run.log = fopen(a->log, "w"))) {                          // log = open(a.log, "w") if a.log else None
-            fail("cannot write --log %s: %s", a->log, strerror(errno));
-            goto out;
-        }
+        if (!(optimizer = start_training(a, model, &run))) goto out;
         int64_t tokens_seen = train_model_simple(model, &train_loader, &val_loader, optimizer, a->epochs, a->eval_freq,
                                                  a->eval_iter, start, start_len, tokenizer, &run);
         tokens_per_epoch = a->epochs ? (double)tokens_seen / (double)a->epochs : 0; /* batches vary in length: the run's mean */
-        if (run.log) {
-            FILE *f = run.log;
-            run.log = NULL;
-            if (!ac_close_output(f)) {                                            // log.close()
-                fail("writing --log %s failed: %s", a->log, strerror(errno));
-                goto out;
-            }
-        }
-        fflush(stdout);
-        fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
+        if (!end_training(a, &run, t0)) goto out;
     }
     nn_eval(&model->module);                                                      // model.eval()
     torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
@@ -932,13 +924,7 @@ static int cmd_instruct(const Flags *a) {
     }
     if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
     Figures fig = {&run.loss, &run.acc, tokens_per_epoch};
-    if (page_wanted) page_svg = ac_draw_to_string(draw_instruct_losses, &fig);
-    if (a->plot) {
-        if (!ac_write_file_atomic(a->plot, draw_instruct_losses, &fig)) {
-            fail("cannot write --plot %s: %s", a->plot, strerror(errno));
-            goto out;
-        }
-    }
+    if (!write_figure(a, draw_instruct_losses, &fig)) goto out;
     rc = 0;
 out:
     if (run.log) fclose(run.log);
