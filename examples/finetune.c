@@ -964,7 +964,7 @@ static const char *line_at(const char *from, const char *end, const char *mark, 
 typedef struct { const char *id, *title, *src, *src_name, *functions, *caption; } Section;
 
 static void write_sections(FILE *f, const Section *s, int n, const char *const *cuts, const char *figure_caption, int figure_at) {
-    const char *ids[8], *titles[8];
+    const char *ids[8] = {0}, *titles[8] = {0};
     int k = 0;
     for (int i = 0; i < n; i++) /* an entry with its predecessor's id adds a table to that section */
         if (!i || strcmp(s[i].id, s[i - 1].id)) ids[k] = s[i].id, titles[k++] = s[i].title;
