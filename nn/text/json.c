@@ -529,9 +529,9 @@ typedef struct {
     char msg[128];
 } Writer;
 
-static void put_u(Buf *b, uint32_t u) {
-    char e[8];
-    snprintf(e, sizeof e, "\\u%04x", (unsigned)u);
+static void put_u(Buf *b, uint32_t u) { /* u < 0x10000: a code unit */
+    char e[16];
+    snprintf(e, sizeof e, "\\u%04x", (unsigned)(u & 0xffff));
     buf_put(b, e, 6);
 }
 
