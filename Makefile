@@ -191,8 +191,6 @@ valgrind-gpt: $(B)/gpt $(B)/finetune
 	./$(B)/finetune instruct --tokenizer ../shared/data/gpt2 --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 \
 	  --max-new-tokens 2 --save $(B)/vg-ins.safetensors >/dev/null
 	$(VG) ./$(B)/finetune instruct --threads 1 --tokenizer ../shared/data/gpt2 --load $(B)/vg-ins.safetensors \
-	  --subset 8 --batch 4 --allowed-max-length 24 --max-new-tokens 2 --responses $(B)/vg-ins.json >/dev/null
-	$(VG) ./$(B)/finetune instruct --threads 1 --tokenizer ../shared/data/gpt2 --load $(B)/vg-ins.safetensors \
 	  --prompt "Name a color." --max-new-tokens 3 >/dev/null
 
 # builds everything README's next lines run, then the toy model's demo (every 100th step, a sample)
