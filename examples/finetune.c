@@ -15,6 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "chartext.h"
 #include "data.h"
 #include "gpt.h"
 #include "instruct.h"
@@ -588,15 +589,6 @@ static bool py_isspace(uint32_t c) { /* str.isspace() */
            (c >= 0x2000 && c <= 0x200a) || c == 0x2028 || c == 0x2029 || c == 0x202f || c == 0x205f || c == 0x3000;
 }
 
-/* the code point at s (valid UTF-8, as decode makes it) and its length */
-static uint32_t utf8_at(const char *s, int *n) {
-    const unsigned char *u = (const unsigned char *)s;
-    if (u[0] < 0x80) return *n = 1, u[0];
-    if (u[0] < 0xe0) return *n = 2, (uint32_t)(u[0] & 0x1f) << 6 | (u[1] & 0x3f);
-    if (u[0] < 0xf0) return *n = 3, (uint32_t)(u[0] & 0x0f) << 12 | (uint32_t)(u[1] & 0x3f) << 6 | (u[2] & 0x3f);
-    return *n = 4, (uint32_t)(u[0] & 0x07) << 18 | (uint32_t)(u[1] & 0x3f) << 12 | (uint32_t)(u[2] & 0x3f) << 6 | (u[3] & 0x3f);
-}
-
 #define RESPONSE_TAG "### Response:"
 
 /* The answer in the generated text so far: .replace("### Response:", "").strip(), holding back what
@@ -614,8 +606,9 @@ static size_t answer_of(const char *text, size_t len, bool final, char *out) {
             i += tag;                                                             // .replace("### Response:", "")
             continue;
         }
-        int n;
-        uint32_t c = utf8_at(text + i, &n);
+        uint32_t c = 0;
+        int n = chartext_utf8_next(text + i, len - i, &c);
+        if (n == 0) n = 1, c = 0xFFFD; /* (decode's text is UTF-8: not reached) */
         if (py_isspace(c)) {
             if (started) memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held += (size_t)n; // .strip(): leading ones dropped
         } else {

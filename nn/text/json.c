@@ -11,6 +11,7 @@
 #include <unistd.h>
 #endif
 
+#include "chartext.h"
 #include "extend.h"
 #include "json.h"
 
@@ -110,17 +111,9 @@ static int wtf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
     return n;
 }
 
-static void put_utf8(Buf *b, uint32_t c) {
+static void put_utf8(Buf *b, uint32_t c) { /* chartext's encoder, which writes a lone surrogate's 3 bytes too */
     char o[4];
-    int n;
-    if (c < 0x80) o[0] = (char)c, n = 1;
-    else if (c < 0x800) o[0] = (char)(0xC0 | c >> 6), o[1] = (char)(0x80 | (c & 0x3F)), n = 2;
-    else if (c < 0x10000)
-        o[0] = (char)(0xE0 | c >> 12), o[1] = (char)(0x80 | (c >> 6 & 0x3F)), o[2] = (char)(0x80 | (c & 0x3F)), n = 3;
-    else
-        o[0] = (char)(0xF0 | c >> 18), o[1] = (char)(0x80 | (c >> 12 & 0x3F)), o[2] = (char)(0x80 | (c >> 6 & 0x3F)),
-        o[3] = (char)(0x80 | (c & 0x3F)), n = 4;
-    buf_put(b, o, (size_t)n);
+    buf_put(b, o, (size_t)chartext_utf8_put(c, o));
 }
 
 /* ---- values --------------------------------------------------------------------------------- */

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "chartext.h"
+
 static bool fail(char *err, size_t errlen, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -211,20 +213,11 @@ static bool parse(Parser *ps, const char *p, size_t n) {
 
 /* ---- fields: what pandas would read as NaN, or not as a str ------------------- */
 
-static bool valid_utf8(const unsigned char *s, size_t n) {
-    for (size_t i = 0; i < n;) {
-        unsigned c = s[i];
-        size_t k = c < 0x80 ? 0 : c >= 0xc2 && c < 0xe0 ? 1 : c >= 0xe0 && c < 0xf0 ? 2 : c >= 0xf0 && c < 0xf5 ? 3 : 9;
-        if (k == 9 || i + k >= n + (k == 0)) return false;
-        uint32_t cp = k == 0 ? c : c & (0x3f >> k);
-        for (size_t j = 1; j <= k; j++) {
-            if ((s[i + j] & 0xc0) != 0x80) return false;
-            cp = cp << 6 | (s[i + j] & 0x3f);
-        }
-        if ((k == 2 && (cp < 0x800 || (cp >= 0xd800 && cp < 0xe000))) || (k == 3 && (cp < 0x10000 || cp > 0x10ffff)))
-            return false; /* overlong, surrogate, beyond U+10FFFF: Python's strict decoder refuses them */
-        i += k + 1;
-    }
+/* strict UTF-8, as Python's decoder: overlong forms, surrogates and code points past U+10FFFF refused */
+static bool valid_utf8(const char *s, size_t n) {
+    uint32_t cp;
+    for (size_t i = 0, k; i < n; i += k)
+        if (!(k = (size_t)chartext_utf8_next(s + i, n - i, &cp))) return false;
     return true;
 }
 
@@ -235,7 +228,7 @@ static const char *const NA_VALUES[] = {"#N/A", "#N/A N/A", "#NA", "-1.#IND", "-
 static bool check_field(Parser *ps, const char *what, const char *s, size_t n) {
     long long line = (long long)ps->file_lines;
     if (memchr(s, 0, n)) return fail(ps->err, ps->errlen, "%s: line %lld: %s holds a NUL byte", ps->path, line, what);
-    if (!valid_utf8((const unsigned char *)s, n))
+    if (!valid_utf8(s, n))
         return fail(ps->err, ps->errlen, "%s: line %lld: not UTF-8 (in the %s)", ps->path, line, what);
     return true;
 }

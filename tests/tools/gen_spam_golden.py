@@ -92,6 +92,10 @@ TSV = [
     ("empty_file", b"", "no rows"),
     ("only_blank", b"\n \r\n", "no rows"),
     ("not_utf8", b"ham\ta\nspam\tb\xff\n", "line 2: not UTF-8"),
+    # what Python's strict decoder (and so pandas) refuses too: an overlong form, a surrogate, past U+10FFFF
+    ("overlong", b"ham\ta\nspam\tb\xc0\xaf\n", "line 2: not UTF-8"),
+    ("surrogate", b"ham\ta\nspam\tb\xed\xa0\x80\n", "line 2: not UTF-8"),
+    ("past_max", b"ham\ta\nspam\tb\xf4\x90\x80\x80\n", "line 2: not UTF-8"),
 ]
 
 for v in sorted(STR_NA_VALUES):
