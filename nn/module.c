@@ -107,13 +107,13 @@ void nn_requires_grad_(nn_Module *m, bool requires_grad) {
     for (int i = 0; i < m->n_children; i++) nn_requires_grad_(m->children[i].m, requires_grad);
 }
 
+/* a walk of the tree, no names made: GPTModel's forward asks it of each block */
 int64_t nn_num_trainable_parameters(nn_Module *m) {
-    ac_mark mk = ac_arena_mark();
-    nn_TensorList l = nn_named_parameters(m);
+    check_module(m, "num_trainable_parameters");
     int64_t n = 0;
-    for (int i = 0; i < l.n; i++)
-        if (l.tensors[i]->requires_grad) n += torch_numel(l.tensors[i]);
-    ac_arena_release(mk);
+    for (int i = 0; i < m->n_params; i++)
+        if (m->params[i].t->requires_grad) n += torch_numel(m->params[i].t);
+    for (int i = 0; i < m->n_children; i++) n += nn_num_trainable_parameters(m->children[i].m);
     return n;
 }
 
