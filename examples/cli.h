@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -197,6 +198,13 @@ static inline bool cli_check_output(const char *prog, const char *flag, const ch
     if (!path || ac_output_path_check(path, true, err, sizeof err)) return true;
     fprintf(stderr, "%s: %s %s\n", prog, flag, err);
     return false;
+}
+
+/* Seconds on the wall clock, for the programs' "(training took X s)" and live lines */
+static inline double cli_now_seconds(void) {
+    struct timespec ts;
+    timespec_get(&ts, TIME_UTC);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 /* Was the flag of this name given? */

@@ -173,12 +173,6 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     return 0;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* f"{n:,}" */
 static const char *thousands(int64_t n, char buf[32]) {
     char digits[24];
@@ -350,7 +344,7 @@ static bool end_training(const Flags *a, Run *run, double t0) {
         }
     }
     fflush(stdout);
-    fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             // print(f"(training took ...)", file=sys.stderr)
+    fprintf(stderr, "(training took %.1f s)\n", cli_now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
     return true;
 }
 
@@ -537,7 +531,7 @@ static int cmd_classify(const Flags *a) {
     if (a->load) {                                                                // (the C's --load: the weights of a finetuned run)
         if (!load_weights(a->load, model)) goto out;
     } else {
-        double t0 = now_seconds();                                                // t0 = time.time()
+        double t0 = cli_now_seconds();                                            // t0 = time.time()
         if (!(optimizer = start_training(a, model, &run))) goto out;
         train_classifier_simple(model, &loaders[0], &loaders[1], optimizer, a->epochs, a->eval_freq, a->eval_iter, &run);
         if (!end_training(a, &run, t0)) goto out;
@@ -669,7 +663,7 @@ typedef struct { bool on; double t0; int64_t steps_total; } Live;
 
 static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens) {
     if (!l->on) return;
-    double el = now_seconds() - l->t0, done = (double)(step + 1);
+    double el = cli_now_seconds() - l->t0, done = (double)(step + 1);
     fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
             (long long)epochs, (long long)step + 1, (long long)l->steps_total, (double)tokens / (el > 0 ? el : 1e-9),
             el / done * (double)(l->steps_total - step - 1));
@@ -707,7 +701,7 @@ static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_
                                   const char *start_context, size_t start_len, Tokenizer *tok, Run *run) {
     int64_t tokens_seen = 0, global_step = -1;                                    // tokens_seen, global_step = 0, -1
     int64_t per_epoch = InstructDataLoader_len(train_loader);
-    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), now_seconds(), per_epoch * num_epochs};
+    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), per_epoch * num_epochs};
     for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
         nn_train(&model->module, true);                                           //     model.train()
         InstructDataLoaderIter it = InstructDataLoader_iter(train_loader);        //     for x, y in train_loader:
@@ -881,7 +875,7 @@ static int cmd_instruct(const Flags *a) {
     } else {
         size_t start_len;
         start = format_input_len(sp.val.entries[0], &start_len);                 // format_input(val_data[0])
-        double t0 = now_seconds();                                                // t0 = time.time()
+        double t0 = cli_now_seconds();                                            // t0 = time.time()
         if (!(optimizer = start_training(a, model, &run))) goto out;
         int64_t tokens_seen = train_model_simple(model, &train_loader, &val_loader, optimizer, a->epochs, a->eval_freq,
                                                  a->eval_iter, start, start_len, tokenizer, &run);

@@ -388,12 +388,6 @@ static void catch_signals(void) {
 #endif
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* print(x) of a Python float: the shortest digits that read back as x; fixed notation for decimal
  * exponents from -4 to 15 (with ".0" when whole), else 1.5e-05 / 1e+16. */
 static const char *py_float(double x, char buf[40]) {
@@ -850,7 +844,7 @@ static void live_clear(const Live *l) {
 
 static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens_per_step) {
     if (!l->on) return;
-    double el = now_seconds() - l->t0, done = (double)(step + 1 - l->step0); /* steps done in this run */
+    double el = cli_now_seconds() - l->t0, done = (double)(step + 1 - l->step0); /* steps done in this run */
     double left = done > 0 ? el / done * (double)(l->steps_total - step) : 0;
     fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
             (long long)epochs, (long long)step + 1, (long long)l->steps_total,
@@ -987,8 +981,8 @@ static int cmd_train(const Flags *a) {
     if (a->load && !load_run(a->load, model, opt, &pos, &it, &curve)) goto done; /* AdamW(model.parameters(), lr, weight_decay) */
     catch_signals();
     double tokens_per_epoch = (double)(n_train * a->batch * a->context);
-    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), now_seconds(), n_train * a->epochs, pos.global_step + 1};
-    double t0 = now_seconds();                                                    /* t0 = time.time() */
+    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), n_train * a->epochs, pos.global_step + 1};
+    double t0 = cli_now_seconds();                                                /* t0 = time.time() */
     int64_t tokens_seen = pos.tokens_seen, global_step = pos.global_step;        /* tokens_seen, global_step = 0, -1 */
     rc = 0;
     for (int64_t epoch = pos.epoch; epoch < a->epochs && !interrupted; epoch++) { /* for epoch in range(num_epochs): */
@@ -1051,7 +1045,7 @@ static int cmd_train(const Flags *a) {
     }
     torch_Generator at_end = torch_default_generator; /* where a --load of the --save goes on from */
     if (page_wanted) page_pictures(model, tok, start, &curve, tokens_per_epoch);
-    fprintf(stderr, "(training took %.1f s)\n", now_seconds() - t0);             /* print(f"(training took ...)", file=sys.stderr) */
+    fprintf(stderr, "(training took %.1f s)\n", cli_now_seconds() - t0);         /* print(f"(training took ...)", file=sys.stderr) */
     if (appd) goto save;
     nn_eval(&model->module);                                                      /* model.eval() */
     size_t tl;

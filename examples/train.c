@@ -186,12 +186,6 @@ static char *read_file(const char *path, size_t *len) {
     return buf;
 }
 
-static double now_seconds(void) {
-    struct timespec ts;
-    timespec_get(&ts, TIME_UTC);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
 static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
@@ -514,7 +508,7 @@ int main(int argc, char **argv) {
     run.step = step;
     run.gen_step = torch_default_generator;
     run.phase = TRAINING;
-    double t0 = now_seconds(), last_loss = NAN;
+    double t0 = cli_now_seconds(), last_loss = NAN;
     for (long s = step + 1; s <= last_step && !interrupted; s++) {     /* for step in range(1, a.steps + 1): */
         ac_mark m = ac_arena_mark();
         Tensor *x, *y;
@@ -536,7 +530,7 @@ int main(int argc, char **argv) {
         if (log) fprintf(log, "step %ld loss %s\n", s, ls);
         if (a.plot && curve_add(&curve, s, l) && (s - step0) % a.plot_every == 0) write_curve(a.plot, &curve);
         if (tty) {
-            double el = now_seconds() - t0, done_steps = (double)(s - step0);
+            double el = cli_now_seconds() - t0, done_steps = (double)(s - step0);
             double tps = done_steps * (double)(a.batch * a.context) / (el > 0 ? el : 1e-9);
             double left = el / done_steps * (double)(last_step - s);
             printf("\rstep %ld/%ld  loss %s  %.0f tokens/s  %.1f s left   ", s, last_step, ls, tps, left);
@@ -549,7 +543,7 @@ int main(int argc, char **argv) {
     }
     run.phase = SETUP;
     if (tty && step > step0) { /* the progress line gives way to a summary that keeps the last loss */
-        double el = now_seconds() - t0;
+        double el = cli_now_seconds() - t0;
         printf("\rtrained steps %lld..%ld in %.2f s (%.2f ms/step), final loss %.6f%s\n", (long long)step0 + 1, step,
                el, 1e3 * el / (double)(step - step0), last_loss, interrupted ? ", stopped" : "          ");
     }
