@@ -48,8 +48,7 @@ static NeuralNetwork *NeuralNetwork_new(int64_t num_inputs, int64_t num_outputs)
     return self;
 }
 
-/* def compute_accuracy(model, dataloader): */
-static double compute_accuracy(NeuralNetwork *model, const TensorDataLoader *dataloader) {
+static double compute_accuracy(NeuralNetwork *model, const TensorDataLoader *dataloader) { // def compute_accuracy(model, dataloader):
     nn_eval(&model->module);                                              // model.eval()
     Tensor *correct = torch_scalar_tensor(0.0);                           // correct = 0.0
     int64_t total_examples = 0;                                           // total_examples = 0

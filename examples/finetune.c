@@ -264,9 +264,10 @@ static bool draw_figures(FILE *f, void *u) {
 
 typedef struct { FILE *log; Series2 loss, acc; } Run;
 
-static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *train_loader, TensorDataLoader *val_loader,
-                                       optim_Optimizer *optimizer, int64_t num_epochs, int64_t eval_freq,
-                                       int64_t eval_iter, Run *run) {
+static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *train_loader, // def train_classifier_simple(
+                                       TensorDataLoader *val_loader, optim_Optimizer *optimizer, //     model, train_loader, val_loader, optimizer,
+                                       int64_t num_epochs, int64_t eval_freq,                    //     num_epochs, eval_freq,
+                                       int64_t eval_iter, Run *run) {                            //     eval_iter, log):
     int64_t examples_seen = 0, global_step = -1;                                  // examples_seen, global_step = 0, -1
     int64_t per_epoch = TensorDataLoader_len(train_loader);
     for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
@@ -394,7 +395,7 @@ static void data_free(Data *d) {
     remove_split_dir(&d->splits);
 }
 
-static bool load_data(const Flags *a, Tokenizer *tokenizer, Data *d) {
+static bool load_data(const Flags *a, Tokenizer *tokenizer, Data *d) { // (C: cmd_classify's data lines, gathered)
     char err[1024];
     if (!spam_read_tsv(a->data, &d->df, err, sizeof err)) return fail("%s%s", err, ""), false; // df = pd.read_csv(a.data, sep="\t", header=None, names=["Label", "Text"])
     if (!create_balanced_dataset(&d->df, a->seed, &d->balanced, err, sizeof err))  // balanced_df = create_balanced_dataset(df, a.seed)
@@ -435,7 +436,7 @@ static bool print_counts(const SpamFrame *f, bool mapped) {
 
 /* appendix E: a new head first, then everything frozen, then LoRA on every Linear;
  * chapter 6: all frozen, a new head, the last block and the final norm trainable */
-static void prepare_model(nn_GPTModel *model, const Flags *a) {
+static void prepare_model(nn_GPTModel *model, const Flags *a) { // (C: cmd_classify's model lines, gathered)
     char n[32];
     int64_t emb_dim = model->cfg.emb_dim;
     if (a->lora) {                                                                // if a.lora:
@@ -562,7 +563,8 @@ out:
 /* ---- finetune instruct: chapter 7 ------------------------------------------------------------------ */
 
 /* calc_loss_loader(loader, model, num_batches) over the chapter's loader (chapter 5's function) */
-static double calc_loss_loader(InstructDataLoader *loader, nn_GPTModel *model, int64_t num_batches) {
+static double calc_loss_loader(InstructDataLoader *loader, nn_GPTModel *model, // def calc_loss_loader(
+                               int64_t num_batches) {                          //     loader, model, num_batches=None):
     int64_t len = InstructDataLoader_len(loader);
     if (len == 0) return NAN;                                                     // if len(loader) == 0: return float("nan")
     num_batches = num_batches < 0 ? len : num_batches < len ? num_batches : len; // num_batches = min(num_batches, len(loader))
@@ -588,12 +590,12 @@ static bool py_isspace(uint32_t c) { /* str.isspace() */
 /* The answer in the generated text so far: .replace("### Response:", "").strip(), holding back what
  * may still change (a tag begun, white space that text may follow) until `final`. Returns its length
  * in out (malloc'd by the caller, len + 1 bytes). */
-static size_t answer_of(const char *text, size_t len, bool final, char *out) {
-    size_t o = 0, tag = strlen(RESPONSE_TAG), held = 0; /* held: trailing white space, kept back */
+static size_t answer_of(const char *text, size_t len, bool final, char *out) { // (C: respond's answer, as text streams in)
+    size_t o = 0, tag = strlen(RESPONSE_TAG), held = 0; /* (C: held: trailing white space, kept back) */
     bool started = false;
     for (size_t i = 0; i < len;) {
         if (!strncmp(text + i, RESPONSE_TAG, len - i < tag ? len - i : tag)) {
-            if (len - i < tag) { /* a tag that may be completing */
+            if (len - i < tag) { /* (C: a tag that may be completing) */
                 if (final) memcpy(out + o, text + i, len - i), o += len - i, held = 0;
                 break;
             }
@@ -602,15 +604,15 @@ static size_t answer_of(const char *text, size_t len, bool final, char *out) {
         }
         uint32_t c = 0;
         int n = chartext_utf8_next(text + i, len - i, &c);
-        if (n == 0) n = 1, c = 0xFFFD; /* (decode's text is UTF-8: not reached) */
+        if (n == 0) n = 1, c = 0xFFFD; /* (C: decode's text is UTF-8: not reached) */
         if (py_isspace(c)) {
-            if (started) memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held += (size_t)n; // .strip(): leading ones dropped
+            if (started) memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held += (size_t)n; // .strip() (C: leading ones dropped)
         } else {
             memcpy(out + o, text + i, (size_t)n), o += (size_t)n, held = 0, started = true;
         }
         i += (size_t)n;
     }
-    o -= held;                                                                    // .strip(): trailing ones dropped
+    o -= held;                                                                    // .strip() (C: trailing ones dropped)
     out[o] = 0;
     return o;
 }
@@ -640,8 +642,9 @@ static bool on_answer_token(int64_t token, void *ctx) {
  * text after the prompt, "### Response:" taken out, stripped. (Cutting the decoded whole at
  * len(input_text) characters leaves the new tokens' text: the prompt's tokens decode to it exactly.)
  * With stream, printed as it comes. malloc'd; NULL after a message. */
-static char *respond(nn_GPTModel *model, Tokenizer *tok, const char *input_text, size_t input_len,
-                     int64_t context, int64_t max_new_tokens, bool stream) {
+static char *respond(nn_GPTModel *model, Tokenizer *tok,                           // def respond(model, tokenizer,
+                     const char *input_text, size_t input_len,                      //     entry, (C: its format_input text)
+                     int64_t context, int64_t max_new_tokens, bool stream) {        //     context, max_new_tokens):
     char err[512];
     ac_mark mk = ac_arena_mark();
     Tensor *idx = tokenizer_encode(tok, input_text, input_len, TOKENIZER_ALLOW_SPECIAL, err, sizeof err); // text_to_token_ids(input_text, tokenizer)
@@ -696,9 +699,11 @@ static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, const 
     ac_arena_release(mk);
 }
 
-static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_loader, InstructDataLoader *val_loader,
-                                  optim_Optimizer *optimizer, int64_t num_epochs, int64_t eval_freq, int64_t eval_iter,
-                                  const char *start_context, size_t start_len, Tokenizer *tok, Run *run) {
+static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_loader,     // def train_model_simple(model, train_loader,
+                                  InstructDataLoader *val_loader, optim_Optimizer *optimizer, //         val_loader, optimizer,
+                                  int64_t num_epochs, int64_t eval_freq, int64_t eval_iter,   //         num_epochs, eval_freq, eval_iter,
+                                  const char *start_context, size_t start_len,               //         start_context,
+                                  Tokenizer *tok, Run *run) {                                 //         tokenizer, log):
     int64_t tokens_seen = 0, global_step = -1;                                    // tokens_seen, global_step = 0, -1
     int64_t per_epoch = InstructDataLoader_len(train_loader);
     Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), per_epoch * num_epochs};

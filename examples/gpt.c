@@ -893,12 +893,12 @@ static void appendix_d_gradients(nn_GPTModel *model, const DataLoader *train_loa
 
 /* Chapter 5's train_model_simple, and with appendix-d appendix D's train_model: one loop, the
  * appendix's lines (the schedule, the clipping) where a->cmd says so. */
-static int cmd_train(const Flags *a) {
+static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix_d, the same loop)
     bool appd = a->cmd == APPENDIX_D;
     nn_GPTConfig cfg;                                                             /* cfg = config(a) */
     if (!model_config(a, &cfg) || !check_config(cfg) || !check_output("--save", a->save) || !check_output("--plot", a->plot))
         return 1;
-    FILE *log = NULL; /* written in place, line by line: opened before any work, so that a bad path fails now */
+    FILE *log = NULL; /* (C: written line by line, opened before any work: a bad path fails now) */
     if (a->log && !(log = fopen(a->log, a->load ? "a" : "w"))) {                 /* log = open(a.log, "w") */
         fprintf(stderr, "gpt: cannot open --log %s: %s\n", a->log, strerror(errno));
         return 1;
@@ -975,8 +975,8 @@ static int cmd_train(const Flags *a) {
         torch_no_grad_exit(prev);
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    torch_default_generator = after_init; /* model = GPTModel(cfg): the same seed made the same weights, which */
-    nn_train(&model->module, true);       /* are still untouched; so the generator goes where that leaves it  */
+    torch_default_generator = after_init; /* (C: model = GPTModel(cfg) after the same seed made the same weights, */
+    nn_train(&model->module, true);       /* still untouched: the generator goes where that left it) */
     opt = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false);
     if (a->load && !load_run(a->load, model, opt, &pos, &it, &curve)) goto done; /* AdamW(model.parameters(), lr, weight_decay) */
     catch_signals();
@@ -1023,11 +1023,11 @@ static int cmd_train(const Flags *a) {
             live_show(&live, epoch, a->epochs, global_step, a->batch * a->context);
         }
         pos.epoch = epoch, pos.batches_done = it.next, pos.global_step = global_step, pos.tokens_seen = tokens_seen;
-        if (interrupted && !it.done) break; /* stopped inside the epoch: the save records where */
+        if (interrupted && !it.done) break; /* (C: stopped inside the epoch: the save records where) */
         live_clear(&live);
         generate_and_print_sample(model, tok, start, a->sample_tokens, !a->no_kv_cache); /* generate_and_print_sample(...) */
         DataLoaderIter_free(&it);
-        pos.epoch = epoch + 1, pos.batches_done = -1; /* the next epoch, from its start */
+        pos.epoch = epoch + 1, pos.batches_done = -1; /* (C: the next epoch, from its start) */
     }
     live_clear(&live);
     if (log && !ac_close_output(log)) {           /* log.close() */
@@ -1043,7 +1043,7 @@ static int cmd_train(const Flags *a) {
         rc = a->save && !saved ? 1 : 128 + (int)interrupted;
         goto done;
     }
-    torch_Generator at_end = torch_default_generator; /* where a --load of the --save goes on from */
+    torch_Generator at_end = torch_default_generator; /* (C: where a --load of the --save goes on from) */
     if (page_wanted) page_pictures(model, tok, start, &curve, tokens_per_epoch);
     fprintf(stderr, "(training took %.1f s)\n", cli_now_seconds() - t0);         /* print(f"(training took ...)", file=sys.stderr) */
     if (appd) goto save;
@@ -1057,7 +1057,7 @@ static int cmd_train(const Flags *a) {
 save:
     if (a->save) {                                                                /* if a.save: torch.save(model.state_dict(), a.save) */
         torch_Generator now = torch_default_generator;
-        torch_default_generator = at_end; /* the state after the last epoch, not after the samples */
+        torch_default_generator = at_end; /* (C: the state after the last epoch, not after the samples) */
         if (!save_run(a->save, model, opt, &pos)) rc = 1;
         torch_default_generator = now;
     }

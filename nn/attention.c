@@ -7,8 +7,8 @@
 #include "nn.h"
 
 /* W_query, W_key, W_value = nn.Parameter(torch.rand(...)), in that order. */
-static void qkv_params(nn_Module *m, int64_t d_in, int64_t d_out_kq, int64_t d_out_v, Tensor **q, Tensor **k,
-                       Tensor **v) {
+static void qkv_params(nn_Module *m, int64_t d_in, int64_t d_out_kq, int64_t d_out_v, // (C: the weights that SelfAttention
+                       Tensor **q, Tensor **k, Tensor **v) {                       //  and CrossAttention make alike)
     ac_mark mk = ac_arena_mark();
     *q = nn_register_parameter(m, "W_query", torch_rand(SHAPE(d_in, d_out_kq))); // self.W_query = nn.Parameter(torch.rand(d_in, d_out_kq))
     *k = nn_register_parameter(m, "W_key", torch_rand(SHAPE(d_in, d_out_kq)));   // self.W_key = nn.Parameter(torch.rand(d_in, d_out_kq))
@@ -40,7 +40,7 @@ static Tensor *sa_fwd(nn_Module *m, Tensor *x) { return nn_SelfAttention_forward
 nn_SelfAttention *nn_SelfAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
     nn_SelfAttention *s = nn_module_new(sizeof *s, "SelfAttention", sa_fwd);         //     super().__init__()
     s->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
-    qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value); // (W_query, W_key, W_value: see qkv_params)
+    qkv_params(&s->module, d_in, d_out_kq, d_out_v, &s->W_query, &s->W_key, &s->W_value); // (C: W_query, W_key, W_value: see qkv_params)
     return s;
 }
 
@@ -142,7 +142,7 @@ Tensor *nn_CausalAttention_forward(nn_CausalAttention *self, Tensor *x) {
 nn_CrossAttention *nn_CrossAttention_new(int64_t d_in, int64_t d_out_kq, int64_t d_out_v) { // def __init__(self, d_in, d_out_kq, d_out_v):
     nn_CrossAttention *c = nn_module_new(sizeof *c, "CrossAttention", NULL);          //     super().__init__()
     c->d_out_kq = d_out_kq;                                      //     self.d_out_kq = d_out_kq
-    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value); // (W_query, W_key, W_value: see qkv_params)
+    qkv_params(&c->module, d_in, d_out_kq, d_out_v, &c->W_query, &c->W_key, &c->W_value); // (C: W_query, W_key, W_value: see qkv_params)
     return c;
 }
 
@@ -165,24 +165,30 @@ static Tensor *mha_fwd(nn_Module *m, Tensor *x) { return nn_MultiHeadAttention_f
 
 /* The book's (chapter 3) constructor; toy_lm.py's is the same with dropout 0 and no qkv bias.
  * Registration order as the book's __init__: W_query, W_key, W_value, out_proj, dropout, mask. */
-nn_MultiHeadAttention *nn_MultiHeadAttention_new_ex(int64_t d_in, int64_t d_out, int64_t context_length,
-                                                    double dropout, int64_t num_heads, bool qkv_bias) {
+nn_MultiHeadAttention *nn_MultiHeadAttention_new_ex(int64_t d_in, int64_t d_out,              // def __init__(self, d_in, d_out,
+                                                    int64_t context_length, double dropout, //         context_length, dropout,
+                                                    int64_t num_heads, bool qkv_bias) {     //         num_heads, qkv_bias=False):
     if (num_heads < 1) ac_error("MultiHeadAttention: num_heads must be >= 1, got %lld", (long long)num_heads);
     if (d_out % num_heads != 0) /* assert d_out % num_heads == 0, "d_out must be divisible by num_heads" */
         ac_error("MultiHeadAttention: d_out must be divisible by num_heads (d_out=%lld, num_heads=%lld)",
                  (long long)d_out, (long long)num_heads);
     if (context_length < 1) ac_error("MultiHeadAttention: context_length must be >= 1, got %lld", (long long)context_length);
     nn_MultiHeadAttention *a = nn_module_new(sizeof *a, "MultiHeadAttention", mha_fwd);
-    a->num_heads = num_heads;                               /* self.num_heads = num_heads */
-    a->head_dim = d_out / num_heads;                        /* self.head_dim = d_out // num_heads */
-    a->d_out = d_out;
+    a->d_out = d_out;                                 // self.d_out, self.num_heads, self.head_dim = (
+    a->num_heads = num_heads;                         //     d_out, num_heads,
+    a->head_dim = d_out / num_heads;                  //     d_out // num_heads)
     a->context_length = context_length;
-    a->W_query = (nn_Linear *)nn_register_module(&a->module, "W_query", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
-    a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
-    a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value", &nn_Linear_new(d_in, d_out, qkv_bias)->module);
-    a->out_proj = (nn_Linear *)nn_register_module(&a->module, "out_proj", &nn_Linear_new(d_out, d_out, true)->module);
-    a->dropout = (nn_Dropout *)nn_register_module(&a->module, "dropout", &nn_Dropout_new(dropout)->module);
-    a->mask = causal_buffer(&a->module, context_length); /* register_buffer("mask", triu(ones, diagonal=1)) */
+    a->W_query = (nn_Linear *)nn_register_module(&a->module, "W_query",  // self.W_query = nn.Linear(d_in, d_out, bias=qkv_bias)
+                                                 &nn_Linear_new(d_in, d_out, qkv_bias)->module);
+    a->W_key = (nn_Linear *)nn_register_module(&a->module, "W_key",      // self.W_key = nn.Linear(d_in, d_out, bias=qkv_bias)
+                                               &nn_Linear_new(d_in, d_out, qkv_bias)->module);
+    a->W_value = (nn_Linear *)nn_register_module(&a->module, "W_value",  // self.W_value = nn.Linear(d_in, d_out, bias=qkv_bias)
+                                                 &nn_Linear_new(d_in, d_out, qkv_bias)->module);
+    a->out_proj = (nn_Linear *)nn_register_module(&a->module, "out_proj", // self.out_proj = nn.Linear(d_out, d_out)
+                                                  &nn_Linear_new(d_out, d_out, true)->module);
+    a->dropout = (nn_Dropout *)nn_register_module(&a->module, "dropout", // self.dropout = nn.Dropout(dropout)
+                                                  &nn_Dropout_new(dropout)->module);
+    a->mask = causal_buffer(&a->module, context_length); // self.register_buffer("mask", torch.triu(torch.ones(...), diagonal=1))
     return a;
 }
 
@@ -191,33 +197,36 @@ nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, in
     return nn_MultiHeadAttention_new_ex(d_in, d_out, context_length, 0.0, num_heads, false);
 }
 
-Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) {
+Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) { // def forward(self, x):
     ac_check_defined(x, "MultiHeadAttention");
     if (x->ndim != 3) ac_error("MultiHeadAttention: expected input of shape (b, t, d_in), got %s", ac_shape_str(x));
-    int64_t b = x->shape[0], t = x->shape[1];                /* b, t, _ = x.shape */
-    int64_t h = self->num_heads, dh = self->head_dim;        /* h, dh = self.num_heads, self.head_dim */
+    int64_t b = x->shape[0], t = x->shape[1];                /* b, num_tokens, _ = x.shape */
+    int64_t h = self->num_heads, dh = self->head_dim;        /* (C: t is num_tokens, h and dh the heads and their size) */
     if (t > self->context_length)
         ac_error("MultiHeadAttention: the input has %lld tokens, but the causal mask was built for context_length=%lld",
                  (long long)t, (long long)self->context_length);
-    /* queries = self.W_query(x).view(b, t, h, dh).transpose(1, 2)   # (b, h, t, dh) */
-    Tensor *queries = torch_transpose(torch_view(nn_call(&self->module, "W_query", x), SHAPE(b, t, h, dh)), 1, 2);
-    Tensor *keys = torch_transpose(torch_view(nn_call(&self->module, "W_key", x), SHAPE(b, t, h, dh)), 1, 2);
-    Tensor *values = torch_transpose(torch_view(nn_call(&self->module, "W_value", x), SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *keys = torch_transpose(torch_view(nn_call(&self->module, "W_key", x), // keys = self.W_key(x).view(
+                                              SHAPE(b, t, h, dh)), 1, 2);         //     b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    Tensor *queries = torch_transpose(torch_view(nn_call(&self->module, "W_query", x), // queries = self.W_query(x).view(...).transpose(1, 2)
+                                                 SHAPE(b, t, h, dh)), 1, 2);
+    Tensor *values = torch_transpose(torch_view(nn_call(&self->module, "W_value", x), // values = self.W_value(x).view(...).transpose(1, 2)
+                                                SHAPE(b, t, h, dh)), 1, 2);
     Tensor *heads_out;
-    if (self->fused) { /* F.scaled_dot_product_attention(queries, keys, values, dropout_p, is_causal=True) */
+    if (self->fused) { /* (C: train --attention fused: one op for the lines below, as F.scaled_dot_product_attention) */
         double p = self->module.training ? self->dropout->p : 0.0;
         heads_out = torch_scaled_dot_product_attention(queries, keys, values, NULL, p, true, NAN);
         self->last_attn_weights = NULL;
     } else {
-        Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention");
-        Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); /* (b, h, t, t) */
-        torch_masked_fill_(attn_scores, mask, -INFINITY);        /* attn_scores.masked_fill_(mask_bool, -torch.inf) */
-        Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
-        attn_weights = nn_Dropout_forward(self->dropout, attn_weights); /* self.dropout(...) */
-        self->last_attn_weights = attn_weights;
-        heads_out = torch_matmul(attn_weights, values);        /* attn_weights @ values */
+        Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention"); // self.mask.bool()[:num_tokens, :num_tokens]
+        Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); // attn_scores = queries @ keys.transpose(2, 3)
+        torch_masked_fill_(attn_scores, mask, -INFINITY);                         // attn_scores.masked_fill_(..., -torch.inf)
+        Tensor *attn_weights = torch_softmax(                                     // attn_weights = self.dropout(torch.softmax(
+            torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);             //     attn_scores / keys.shape[-1] ** 0.5, dim=-1))
+        attn_weights = nn_Dropout_forward(self->dropout, attn_weights);
+        self->last_attn_weights = attn_weights; /* (C: kept for the attention pictures) */
+        heads_out = torch_matmul(attn_weights, values);                          // context = (attn_weights @ values)
     }
-    /* context = (...).transpose(1, 2).contiguous().view(b, t, h * dh) */
-    Tensor *context = torch_view(torch_contiguous(torch_transpose(heads_out, 1, 2)), SHAPE(b, t, h * dh));
-    return nn_call(&self->module, "out_proj", context);      /* return self.out_proj(context) */
+    Tensor *context = torch_view(torch_contiguous(torch_transpose(heads_out, 1, 2)), // .transpose(1, 2)
+                                 SHAPE(b, t, h * dh));                            // .reshape(b, num_tokens, self.d_out)
+    return nn_call(&self->module, "out_proj", context); // return self.out_proj(context)
 }

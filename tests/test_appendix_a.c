@@ -47,6 +47,7 @@ START_TEST(test_appendix_a_html) {
                           "def forward(self, x):", "Epoch: 003/003 | Batch 002/002 | Train/Val Loss: 0.00"};
     for (size_t i = 0; i < sizeof must / sizeof *must; i++)
         ck_assert_msg(strstr(html, must[i]) != NULL, "the page lacks \"%s\"", must[i]);
+    assert_page_rows(html, "appendix A's page");
     snprintf(cmd, sizeof cmd, "%s/appendix_a --bogus 2>/dev/null", build_dir());
     ck_assert_int_eq(run_command(cmd, NULL), 2);
     free(out), free(want), free(html);

@@ -403,7 +403,59 @@ START_TEST(test_split_line) {
     rows[2] = ac_split_line("int c = '/';", 12);
     ck_assert_str_eq(rows[2].c, "int c = '/';");
     ck_assert_str_eq(rows[2].python, "");
+    ck_assert_str_eq(rows[2].note, "");
     ac_code_rows_free(3, rows);
+    /* a note of C's own: all of the comment, or after the Python */
+    const char *note = "x = y; // (C: C's own)", *both = "x = y; /* x = y (C: and C's) */";
+    r = ac_split_line(note, strlen(note));
+    ck_assert_str_eq(r.python, "");
+    ck_assert_str_eq(r.note, "(C: C's own)");
+    free((char *)r.python), free((char *)r.c), free((char *)r.note);
+    r = ac_split_line(both, strlen(both));
+    ck_assert_str_eq(r.python, "x = y");
+    ck_assert_str_eq(r.note, "(C: and C's)");
+    free((char *)r.python), free((char *)r.c), free((char *)r.note);
+}
+END_TEST
+
+/* Rows of a source: a note whose parenthesis stays open goes on in the next comments; on the page a
+ * note sits in C's column, five rows or more of C alone fold into one, and a cell wraps under its
+ * own indentation. */
+START_TEST(test_page_rows) {
+    const char *src = "int f(int x) { // def f(x):\n"
+                      "    int a = 1; /* (C: a note that\n"
+                      "    int b = 2; /* goes on (here) and ends) */\n"
+                      "    int c = 3; // c = 3\n"
+                      "    a++;\n    a++;\n    a++;\n    a++;\n    a++;\n"
+                      "    return a + b + c; // return a + b + c\n"
+                      "}\n";
+    ac_rows r = {0};
+    ck_assert(ac_rows_function(src, "f", &r));
+    ck_assert_int_eq(r.n, 11);
+    ck_assert_str_eq(r.rows[0].python, "def f(x):");
+    ck_assert_str_eq(r.rows[1].python, "");
+    ck_assert_str_eq(r.rows[1].note, "(C: a note that");
+    ck_assert_str_eq(r.rows[2].python, "");
+    ck_assert_str_eq(r.rows[2].note, "goes on (here) and ends)");
+    ck_assert_str_eq(r.rows[3].python, "c = 3");
+    ck_assert_str_eq(r.rows[3].note, "");
+    char *dir = temp_dir(), path[512];
+    snprintf(path, sizeof path, "%s/rows.html", dir);
+    FILE *f = fopen(path, "w");
+    ac_page_code(f, NULL, "Python", "C", r.n, r.rows);
+    fclose(f);
+    char *page = read_text(path);
+    assert_xml(page, strlen(page), "the rows");
+    ck_assert_int_eq(count(page, "<tr>"), 1 + 11 - 4); /* the head, and the five a++ in one */
+    ck_assert_int_eq(count(page, "<details>"), 1);
+    ck_assert_msg(strstr(page, "<summary>a++; \xe2\x80\xa6 (C: 4 lines the Python has no need of)</summary>"), "%s", page);
+    ck_assert_msg(strstr(page, "<td class=\"py\"></td><td class=\"c\" style=\"padding-left:calc(8px + 8ch);text-indent:-8ch\">"
+                               "    int a = 1;  <span class=\"note\">(C: a note that</span></td>"), "%s", page);
+    ck_assert_msg(strstr(page, "<td class=\"py\">def f(x):</td><td class=\"c\">int f(int x) {</td>"), "%s", page);
+    assert_page_rows(page, "the rows");
+    free(page);
+    ac_code_rows_free(r.n, r.rows);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -473,9 +525,11 @@ START_TEST(test_article_html) {
     /* Python and C on one row, taken from the sources */
     ck_assert_msg(strstr(page, "<td class=\"py\">query_2 = x_2 @ W_query</td><td class=\"c\">Tensor *query_2 = "
                                "torch_matmul(x_2, W_query);</td>") != NULL, "a row of examples/article.c");
-    ck_assert_msg(strstr(page, "<td class=\"py\">    keys = x @ self.W_key</td><td class=\"c\">    Tensor *keys = "
-                               "torch_matmul(x, self<span class=\"nb\">-&gt;</span>W_key);") != NULL,
-                  "a row of the class from nn/attention.c, its -> kept from breaking");
+    ck_assert_msg(strstr(page, "<td class=\"py\" style=\"padding-left:calc(8px + 8ch);text-indent:-8ch\">    keys = x @ "
+                               "self.W_key</td><td class=\"c\" style=\"padding-left:calc(8px + 8ch);text-indent:-8ch\">    "
+                               "Tensor *keys = torch_matmul(x, self<span class=\"nb\">-&gt;</span>W_key);") != NULL,
+                  "a row of the class from nn/attention.c, its -> kept from breaking, wrapped under its indentation");
+    assert_page_rows(page, "the article's page");
     ck_assert_msg(strstr(page, "grad_fn=&lt;SoftmaxBackward0&gt;)") != NULL, "the outputs, escaped");
     ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, "<link") == NULL && strstr(page, " src=") == NULL &&
                       strstr(page, "url(") == NULL && strstr(page, "@import") == NULL,
@@ -512,7 +566,7 @@ START_TEST(test_article_html_in_chromium) {
     for (int i = 0; i < 8; i++) ck_assert_msg(strstr(dom, section_titles[i]) != NULL, "DOM lacks %s", section_titles[i]);
     ck_assert_int_eq(count(dom, "<section id="), 9);
     ck_assert_int_eq(count(dom, "<svg "), N_PICTURES);
-    ck_assert_int_eq(count(dom, "<td class=\"py\">"), count(dom, "<td class=\"c\">"));
+    ck_assert_int_eq(count(dom, "<td class=\"py\""), count(dom, "<td class=\"c\""));
     snprintf(path, sizeof path, "%s/console.txt", dir);
     char *console = read_text(path);
     ck_assert_msg(strstr(console, "CONSOLE") == NULL, "console messages:\n%s", console);
@@ -539,7 +593,11 @@ START_TEST(test_gpt_html) {
     ck_assert_int_eq(count(page, "<section id="), 6);
     ck_assert_int_eq(count(page, "<svg "), 3);
     ck_assert_int_eq(count(page, "<pre class=\"out\">"), 3);
-    ck_assert_msg(strstr(page, "<td class=\"py\">    self.eps = 1e-5</td>") != NULL, "a row of nn/gpt.c with its Python");
+    ck_assert_msg(strstr(page, ">    self.eps = 1e-5</td>") != NULL, "a row of nn/gpt.c with its Python");
+    ck_assert_msg(strstr(page, ">def generate(model, idx, max_new_tokens,</td>") != NULL, "generate's def line");
+    ck_assert_msg(strstr(page, "<span class=\"note\">(C: the cache is for eval mode;") != NULL, "a note of C's own, in C's column");
+    ck_assert_msg(strstr(page, "<details><summary>") != NULL, "C's plumbing folded");
+    assert_page_rows(page, "the book's page");
     ck_assert_msg(strstr(page, "optim_step(opt);") != NULL, "the training loop of examples/gpt.c");
     ck_assert_msg(strstr(page, "Training loss: ") && strstr(page, "Output text:"), "the run's output");
     ck_assert_msg(strstr(page, ">Every</text>") && strstr(page, "> effort</text>") && strstr(page, "> you</text>"),
@@ -554,7 +612,7 @@ START_TEST(test_gpt_html) {
         ck_assert_int_eq(run_command(cmd, &dom), 0);
         ck_assert_int_eq(count(dom, "<section id="), 6);
         ck_assert_int_eq(count(dom, "<svg "), 3);
-        ck_assert_int_eq(count(dom, "<td class=\"py\">"), count(dom, "<td class=\"c\">"));
+        ck_assert_int_eq(count(dom, "<td class=\"py\""), count(dom, "<td class=\"c\""));
         snprintf(path, sizeof path, "%s/console.txt", dir);
         char *console = read_text(path);
         ck_assert_msg(strstr(console, "CONSOLE") == NULL, "console messages:\n%s", console);
@@ -655,9 +713,9 @@ END_TEST
  * well-formed, each section a table of the book's Python beside the C, the run's output, the figure */
 START_TEST(test_finetune_pages) {
     static const struct { const char *args; int sections, tables; const char *row; } runs[] = {
-        {"classify --epochs 2 --eval-freq 5 --lora 2", 5, 6, "<td class=\"py\">    return self.linear(x) + self.lora(x)</td>"},
+        {"classify --epochs 2 --eval-freq 5 --lora 2", 5, 6, ">    return self.linear(x) + self.lora(x)</td>"},
         {"instruct --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 --max-new-tokens 5", 3, 3,
-         "<td class=\"py\">        optimizer.zero_grad()</td>"},
+         ">        optimizer.zero_grad()</td>"},
     };
     char *dir = temp_dir(), cmd[1024], path[512];
     for (int r = 0; r < 2; r++) {
@@ -675,6 +733,7 @@ START_TEST(test_finetune_pages) {
         ck_assert_int_eq(count(page, "<table"), runs[r].tables);
         ck_assert_int_eq(count(page, "<pre class=\"out\">"), runs[r].sections);
         ck_assert_msg(strstr(page, runs[r].row), "%s: a row with its Python (%s)", runs[r].args, runs[r].row);
+        assert_page_rows(page, runs[r].args);
         ck_assert_msg(count(page, "<svg ") >= 1, "%s: the figure", runs[r].args);
         ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL, "no script, nothing fetched");
         free(plain), free(out), free(page);
@@ -696,6 +755,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_plot);
     tcase_add_test(tc, test_write_file_atomic);
     tcase_add_test(tc, test_split_line);
+    tcase_add_test(tc, test_page_rows);
     tcase_add_test(tc, test_article_svg);
     tcase_add_test(tc, test_article_html);
     tcase_add_test(tc, test_article_html_in_chromium);

@@ -28,6 +28,10 @@ int child_stderr(void (*fn)(void), char *buf, size_t n);
  * weights); `skip` leaves a key out, `bad` gives it one column too few, `config` replaces config.json. */
 void write_gpt2(const char *dir, bool prefix, const char *skip, const char *bad, const char *config);
 
+/* A reader's page (ac_page_code's rows): no "(C: ...)" note in the book's column, and every function
+ * shown has its Python def (or class) line or a note of C's own on its signature. */
+void assert_page_rows(const char *page, const char *what);
+
 /* A golden record `name n v1 ... vn` of tests/data/<file>. */
 typedef struct { int n; double *v; } Golden;
 Golden golden(const char *file, const char *name);

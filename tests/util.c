@@ -166,3 +166,72 @@ int run_command(const char *cmd, char **out) {
     else free(buf);
     return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
+
+/* ---- the reader's pages ---------------------------------------------------------------------------- */
+
+/* The text of one cell: tags dropped (a note's span with them when drop_note), &lt; &gt; &amp; read back. */
+static char *cell_text(const char *a, const char *b, bool drop_note) {
+    char *s = malloc((size_t)(b - a) + 1), *o = s;
+    for (const char *p = a; p < b;) {
+        if (drop_note && strncmp(p, "<span class=\"note\">", 19) == 0) {
+            const char *e = strstr(p, "</span>");
+            p = e ? e + 7 : b;
+            while (o > s && o[-1] == ' ') o--;
+        } else if (*p == '<') {
+            const char *e = strchr(p, '>');
+            p = e ? e + 1 : b;
+        } else if (*p == '&') {
+            const char *e = strchr(p, ';');
+            *o++ = !strncmp(p, "&lt;", 4) ? '<' : !strncmp(p, "&gt;", 4) ? '>' : !strncmp(p, "&amp;", 5) ? '&' : '?';
+            p = e ? e + 1 : b;
+        } else *o++ = *p++;
+    }
+    *o = 0;
+    return s;
+}
+
+/* A row of C that begins a function's definition: a type and a name before the "(" at column 0, no
+ * "=" or ";" (a statement), no keyword. */
+static bool signature_start(const char *c) {
+    static const char *const kw[] = {"if ", "if(", "for ", "while ", "return", "else", "switch", "do ", "}"};
+    if (!*c || *c == ' ' || strchr(c, ';') || strchr(c, '=')) return false;
+    for (size_t k = 0; k < sizeof kw / sizeof *kw; k++)
+        if (!strncmp(c, kw[k], strlen(kw[k]))) return false;
+    const char *paren = strchr(c, '(');
+    if (!paren) return false;
+    for (const char *p = c; p < paren; p++)
+        if (*p == ' ') return true; /* "Tensor *name(", "static int name(" */
+    return false;
+}
+
+void assert_page_rows(const char *page, const char *what) {
+    int rows = 0, functions = 0;
+    bool in_sig = false, sig_ok = false;
+    char first[160] = "";
+    for (const char *p = page; (p = strstr(p, "<tr><td class=\"py\"")) != NULL;) {
+        const char *py = strchr(p, '>') + 1, *py_end = strstr(py, "</td>");
+        const char *c = strchr(py_end + 5, '>') + 1, *c_end = strstr(c, "</td></tr>");
+        ck_assert_msg(py_end && c_end, "%s: a row that does not close", what);
+        p = c_end;
+        rows++;
+        char *pys = cell_text(py, py_end, false), *cs = cell_text(c, c_end, true);
+        bool note = strstr(c, "<span class=\"note\">") != NULL && strstr(c, "<span class=\"note\">") < c_end;
+        ck_assert_msg(strstr(pys, "(C:") == NULL, "%s: a note of C's own in the book's column: %s", what, pys);
+        bool fold = strstr(c, "<details>") != NULL && strstr(c, "<details>") < c_end;
+        if (!in_sig && !fold && signature_start(cs)) {
+            in_sig = true, sig_ok = false;
+            snprintf(first, sizeof first, "%s", cs);
+            functions++;
+        }
+        if (in_sig) {
+            const char *t = pys + strspn(pys, " ");
+            sig_ok = sig_ok || note || !strncmp(t, "def ", 4) || !strncmp(t, "class ", 6);
+            if (strchr(cs, '{')) {
+                ck_assert_msg(sig_ok, "%s: the function %s... has no def line and no (C: ...) note", what, first);
+                in_sig = false;
+            }
+        }
+        free(pys), free(cs);
+    }
+    ck_assert_msg(rows > 0 && functions > 0, "%s: %d rows, %d functions", what, rows, functions);
+}

@@ -5,7 +5,7 @@
 
 #include "gpt.h"
 
-Tensor *gpt_last_token_logits(nn_GPTModel *model, Tensor *input_batch) {
+Tensor *gpt_last_token_logits(nn_GPTModel *model, Tensor *input_batch) { // (C: the book's model(x)[:, -1, :], named)
     Tensor *logits = nn_GPTModel_forward(model, input_batch);
     return torch_select(logits, 1, logits->shape[1] - 1);                          // model(x)[:, -1, :]
 }

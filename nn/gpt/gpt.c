@@ -322,9 +322,10 @@ static Tensor *cached_logits(nn_GPTModel *model, gpt_KVCache *kv, const Ids *s, 
     return nn_GPTModel_forward_cached(model, ids, kv);
 }
 
-Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
-                        double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, gpt_token_fn on_token, void *ctx) {
-    /* def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=None, eos_id=None): */
+Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, // def generate(model, idx, max_new_tokens,
+                        int64_t context_size, double temperature, int64_t top_k,  //              context_size, temperature=0.0, top_k=None,
+                        int64_t eos_id, bool kv_cache,                            //              eos_id=None):
+                        gpt_token_fn on_token, void *ctx) { /* (C: kv_cache, and on_token for each new token: streaming) */
     const char *op = "generate";
     if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
     if (!(temperature >= 0.0)) ac_error("%s: temperature must be >= 0, got %g", op, temperature);
@@ -333,7 +334,7 @@ Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens,
                  (long long)top_k, (long long)model->cfg.vocab_size);
     Ids s = ids_from(idx, op);
     if (kv_cache && (model->module.training || context_size > model->cfg.context_length))
-        kv_cache = false; /* the cache is for eval mode; a window past the model's context fails as the book's would */
+        kv_cache = false; /* (C: the cache is for eval mode; a window past the model's context fails as the book's would) */
     gpt_KVCache *kv = kv_cache ? gpt_KVCache_new(model) : NULL;
     int64_t window0 = -1;
     bool prev = torch_no_grad_enter();

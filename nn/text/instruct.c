@@ -84,7 +84,7 @@ static char *concat(const char *const *parts, const size_t *lens, int n, size_t 
 #define INPUT "\n\n### Input:\n"
 #define RESPONSE "\n\n### Response:\n"
 
-char *format_input_len(const JsonValue *entry, size_t *len) {
+char *format_input_len(const JsonValue *entry, size_t *len) { // def format_input(entry): (C: and its length)
     const JsonValue *instruction = field(entry, "instruction"), *input = field(entry, "input");
     const char *parts[] = {PROMPT, instruction->str, INPUT, input->str};
     size_t lens[] = {strlen(PROMPT), instruction->len, input->len ? strlen(INPUT) : 0, input->len};
@@ -198,8 +198,10 @@ static int64_t sliced(int64_t T, int64_t L) {
     return L < T ? L : T;
 }
 
-void custom_collate_fn(const int64_t *const *items, const int64_t *lens, int64_t n, int64_t pad_token_id,
-                       int64_t ignore_index, int64_t allowed_max_length, Tensor **inputs, Tensor **targets) {
+void custom_collate_fn(const int64_t *const *items, const int64_t *lens, int64_t n, // def custom_collate_fn(batch,
+                       int64_t pad_token_id, int64_t ignore_index,                  //     pad_token_id=50256, ignore_index=-100,
+                       int64_t allowed_max_length,                                  //     allowed_max_length=None):
+                       Tensor **inputs, Tensor **targets) {                         /* (C: the two tensors it returns) */
     if (n < 1) ac_raise(AC_VALUE_ERROR, "custom_collate_fn: max() arg is an empty sequence");
     int64_t longest = 0; /* batch_max_length = max(len(item) + 1 for item in batch) */
     for (int64_t r = 0; r < n; r++)
@@ -209,7 +211,7 @@ void custom_collate_fn(const int64_t *const *items, const int64_t *lens, int64_t
     *targets = torch_empty(SHAPE(n, T), AC_INT64);
     int64_t *x = (*inputs)->data, *y = (*targets)->data;
     for (int64_t r = 0; r < n; r++) {
-        bool seen_pad = false; /* targets[indices[1:]] = ignore_index: every pad after the first */
+        bool seen_pad = false; /* targets[indices[1:]] = ignore_index (C: every pad after the first) */
         for (int64_t t = 0; t < full; t++) {
             /* padded = item + [pad] * (batch_max_length - len(item)); inputs = padded[:-1], targets = padded[1:] */
             int64_t in = t < lens[r] ? items[r][t] : pad_token_id;

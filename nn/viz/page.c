@@ -18,8 +18,10 @@ static const char style[] =
     "table.code{border-collapse:collapse;width:100%;table-layout:fixed}\n"
     "table.code th{text-align:left;font-weight:600;background:#f3f3f3;padding:4px 8px}\n"
     "table.code td{vertical-align:top;padding:0 8px;font-family:'DejaVu Sans Mono',Menlo,Consolas,monospace;"
-    "font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere}\n"
+    "font-size:12.5px;white-space:pre-wrap;overflow-wrap:anywhere;padding-left:calc(8px + 4ch);text-indent:-4ch}\n"
     "table.code .nb{white-space:nowrap}\n"
+    "table.code .note{color:#6b6b6b;font-style:italic}\n"
+    "table.code summary{color:#6b6b6b;cursor:pointer}table.code details div{text-indent:0}\n"
     "table.code td.py{background:#fbf8ef;border-right:2px solid #e5dfc8}table.code td.c{background:#f4f8fb}\n"
     "table.code tr:hover td{background:#fff3b0}\n"
     "pre.out{background:#111;color:#e8e8e8;padding:8px 12px;font-size:12.5px;overflow-x:auto}\n"
@@ -73,6 +75,29 @@ void ac_page_section_begin(FILE *f, const char *id, const char *title) {
     fputs("</h2>\n", f);
 }
 
+/* A cell's text wraps under its own indentation: the leading blanks stay (a copy keeps them), the
+ * first line hangs out by them, and what wraps lands 4 columns in. */
+static void cell_open(FILE *f, const char *cls, const char *text) {
+    size_t k = strspn(text, " ");
+    if (k == 0) fprintf(f, "<td class=\"%s\">", cls); /* the style sheet's hang of 4 */
+    else fprintf(f, "<td class=\"%s\" style=\"padding-left:calc(8px + %zuch);text-indent:-%zuch\">", cls, k + 4, k + 4);
+}
+
+static void c_text(FILE *f, const ac_code_row *row) {
+    code_cell(f, row->c);
+    if (row->note && row->note[0]) {
+        fputs(row->c[0] ? "  <span class=\"note\">" : "<span class=\"note\">", f);
+        ac_xml_escape(f, row->note);
+        fputs("</span>", f);
+    }
+}
+
+/* A row of C alone (no Python, no note), other than a function's closing brace: plumbing. */
+static bool plumbing(const ac_code_row *row) {
+    return !row->python[0] && !(row->note && row->note[0]) && strcmp(row->c, "}") != 0;
+}
+#define FOLD_MIN 5 /* this many rows of plumbing in a row are folded into one */
+
 void ac_page_code(FILE *f, const char *caption, const char *left_head, const char *right_head, int n,
                   const ac_code_row *rows) {
     if (caption) {
@@ -86,10 +111,31 @@ void ac_page_code(FILE *f, const char *caption, const char *left_head, const cha
     ac_xml_escape(f, right_head);
     fputs("</th></tr>\n", f);
     for (int i = 0; i < n; i++) {
-        fputs("<tr><td class=\"py\">", f);
+        int run = 0;
+        while (i + run < n && plumbing(&rows[i + run])) run++;
+        if (run >= FOLD_MIN) { /* the C's own work, summed up in a line that opens onto it */
+            const char *first = rows[i].c + strspn(rows[i].c, " ");
+            fputs("<tr><td class=\"py\"></td>", f);
+            cell_open(f, "c", rows[i].c);
+            fputs("<details><summary>", f);
+            ac_xml_escape(f, first);
+            fprintf(f, " \xe2\x80\xa6 (C: %d lines the Python has no need of)</summary>", run - 1);
+            for (int j = i + 1; j < i + run; j++) {
+                size_t k = strspn(rows[j].c, " "), base = strspn(rows[i].c, " ");
+                fprintf(f, "<div style=\"padding-left:%zuch;text-indent:-4ch\">", (k > base ? k - base : 0) + 4);
+                code_cell(f, rows[j].c + (k > base ? base : k));
+                fputs("</div>", f);
+            }
+            fputs("</details></td></tr>\n", f);
+            i += run - 1;
+            continue;
+        }
+        fputs("<tr>", f);
+        cell_open(f, "py", rows[i].python);
         ac_xml_escape(f, rows[i].python);
-        fputs("</td><td class=\"c\">", f);
-        code_cell(f, rows[i].c);
+        fputs("</td>", f);
+        cell_open(f, "c", rows[i].c);
+        c_text(f, &rows[i]);
         fputs("</td></tr>\n", f);
     }
     fputs("</table>\n", f);
@@ -152,6 +198,7 @@ ac_code_row ac_split_line(const char *line, size_t len) {
     const char *end = line + len, *c = comment_start(line, end);
     ac_code_row r;
     r.c = dup_range(line, c ? c : end);
+    r.note = dup_range(end, end);
     if (!c) {
         r.python = dup_range(end, end);
         return r;
@@ -163,11 +210,20 @@ ac_code_row ac_split_line(const char *line, size_t len) {
     }
     if (p < q && *p == ' ') p++; /* one space after the marker; the rest is the Python's indentation */
     r.python = dup_range(p, q);
+    const char *note = strstr(r.python, "(C:"); /* C's own note, not the book's: all of it, or after the Python */
+    if (note && (note == r.python || note[-1] == ' ')) {
+        free((char *)r.note);
+        r.note = ac_strdup(note);
+        char *py = (char *)r.python;
+        size_t k = (size_t)(note - py);
+        while (k > 0 && py[k - 1] == ' ') k--;
+        py[k] = 0;
+    }
     return r;
 }
 
 void ac_code_rows_free(int n, ac_code_row *rows) {
-    for (int i = 0; i < n; i++) free((char *)rows[i].c), free((char *)rows[i].python);
+    for (int i = 0; i < n; i++) free((char *)rows[i].c), free((char *)rows[i].python), free((char *)rows[i].note);
     free(rows);
 }
 
@@ -197,9 +253,17 @@ void ac_rows_dedent(ac_rows *r) {
         if (r->rows[i].c[0]) memmove((char *)r->rows[i].c, r->rows[i].c + min, strlen(r->rows[i].c + min) + 1);
 }
 
+/* How many parentheses s leaves open. */
+static int open_parens(const char *s) {
+    int d = 0;
+    for (; *s; s++) d += (*s == '(') - (*s == ')');
+    return d;
+}
+
 const char *ac_rows_collect(const char *from, const char *stop, ac_rows *r) {
     const char *p = from;
     size_t stop_len = stop ? strlen(stop) : 0;
+    int note_open = 0; /* a "(C: ..." note goes on until its parenthesis closes */
     while (*p) {
         const char *e = strchr(p, '\n');
         if (!e) e = p + strlen(p);
@@ -207,7 +271,15 @@ const char *ac_rows_collect(const char *from, const char *stop, ac_rows *r) {
         if (p[0] == '}' || (stop && strncmp(t, stop, stop_len) == 0)) return p;
         bool skip = t == e || strncmp(t, "/*", 2) == 0 || strncmp(t, "//", 2) == 0 || strncmp(t, "* ", 2) == 0 ||
                     strncmp(t, "*/", 2) == 0 || strncmp(t, "picture_", 8) == 0;
-        if (!skip) push_row(r, ac_split_line(p, (size_t)(e - p)));
+        if (!skip) {
+            ac_code_row row = ac_split_line(p, (size_t)(e - p));
+            if (note_open > 0 && row.python[0]) { /* the note's next line */
+                char *empty = (char *)row.note;
+                row.note = row.python, row.python = empty;
+            }
+            note_open = row.note[0] ? (note_open > 0 ? note_open : 0) + open_parens(row.note) : 0;
+            push_row(r, row);
+        }
         p = *e ? e + 1 : e;
     }
     return p;

@@ -82,7 +82,9 @@ bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_serie
 /* ---- a page of code beside code (examples/article.c --html) --------------------------------------- */
 /* One self-contained XHTML-compatible page: no script, no network. The
  * strings are escaped; intro_html, footer_html and the SVG figures are markup. */
-typedef struct { const char *python, *c; } ac_code_row;
+/* A row: the Python a line of C reproduces, the C, and a note that is C's own ("(C: ...)"; "" when
+ * none), shown in the C column, never in the book's. */
+typedef struct { const char *python, *c, *note; } ac_code_row;
 void ac_page_begin(FILE *f, const char *title, const char *intro_html);
 void ac_page_toc(FILE *f, int n, const char *const *ids, const char *const *titles);
 void ac_page_section_begin(FILE *f, const char *id, const char *title);
@@ -101,12 +103,14 @@ int ac_page_of_run(const char *program, const char *html_path, int (*run)(void *
                    void (*write_page)(FILE *page, const char *out, size_t len));
 /* A line of C split into its code and its trailing comment (`// ...` or
  * `/ * ... * /`), which in this project's examples is the Python the line
- * reproduces. Both strings malloc'd; free rows with ac_code_rows_free. */
+ * reproduces, or, when it starts "(C:", a note of C's own. The strings
+ * malloc'd; free rows with ac_code_rows_free. */
 ac_code_row ac_split_line(const char *line, size_t len);
 void ac_code_rows_free(int n, ac_code_row *rows);
 /* Rows gathered from a source text: ac_rows_collect takes the lines from `from` up to the "}" at
  * column 0 or the line that starts (after blanks) with `stop` (NULL: none), less blank and
- * comment-only lines, and returns where it stopped; ac_rows_function the definition of function
+ * comment-only lines, and returns where it stopped (a "(C: ..." note whose parenthesis stays open
+ * goes on in the next lines' comments); ac_rows_function the definition of function
  * `name` (from the line at column 0 that names it before a "{", through its "}"), false when src
  * has none; ac_rows_dedent takes the common indentation off the C column. */
 typedef struct { int n, cap; ac_code_row *rows; } ac_rows;
