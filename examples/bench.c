@@ -17,7 +17,10 @@
  *   gpt-sft     one AdamW step of chapter 7's instruction finetuning: GPT-2 medium's shape (355M, context
  *               1024, qkv_bias, no dropout), all trainable, on 8 x 64 tokens whose targets end in -100
  *               padding (ms/step, tokens/s, peak RSS)
- * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eleven)
+ *   floor       the machine's floor under gpt-124m's step (no PyTorch counterpart): this CPU's FMA peak
+ *               (12 independent chains of the widest FMAs, on each thread), its read bandwidth (sums of a
+ *               512 MiB array), and the step's FLOPs at that peak plus AdamW's traffic at that bandwidth
+ * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: the eleven of workloads.py)
  * Peak RSS is getrusage's ru_maxrss, as workloads.py's, but per workload: PyTorch runs one workload per
  * process, so before each workload bench hands the arena back (ac_shutdown) and, on Linux, resets the
  * high-water mark (/proc/self/clear_refs "5") to the RSS it has then. Elsewhere it is process-wide (a
@@ -27,8 +30,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <math.h>
+#include <pthread.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/resource.h>
+#endif
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define BENCH_X86 1
 #endif
 
 #include "extend.h"
@@ -392,8 +401,152 @@ static void tokenize(void) {
     tokenizer_free(tok);
 }
 
+
+/* ---- the machine's floor ---------------------------------------------------------------------------- */
+
+/* 12 independent chains of FMAs, the widest this CPU has: enough in flight to cover an FMA's latency
+ * on two ports, so the loop runs at the core's peak. Returns the FLOPs done (2 per lane per FMA). */
+#define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+#ifdef BENCH_X86
+__attribute__((target("avx512f"))) static double fma_chains_avx512(int64_t iters, float *sink) {
+    __m512 a = _mm512_set1_ps(0.999f), b = _mm512_set1_ps(1e-7f);
+#define DECL(i) __m512 c##i = _mm512_set1_ps((float)(i));
+#define STEP(i) c##i = _mm512_fmadd_ps(c##i, a, b);
+#define SUM(i) s = _mm512_add_ps(s, c##i);
+    CHAINS(DECL)
+    for (int64_t k = 0; k < iters; k++) { CHAINS(STEP) }
+    __m512 s = _mm512_setzero_ps();
+    CHAINS(SUM)
+    *sink = _mm512_reduce_add_ps(s);
+    return (double)iters * 12 * 16 * 2;
+#undef DECL
+#undef STEP
+#undef SUM
+}
+__attribute__((target("avx2,fma"))) static double fma_chains_avx2(int64_t iters, float *sink) {
+    __m256 a = _mm256_set1_ps(0.999f), b = _mm256_set1_ps(1e-7f);
+#define DECL(i) __m256 c##i = _mm256_set1_ps((float)(i));
+#define STEP(i) c##i = _mm256_fmadd_ps(c##i, a, b);
+#define SUM(i) s = _mm256_add_ps(s, c##i);
+    CHAINS(DECL)
+    for (int64_t k = 0; k < iters; k++) { CHAINS(STEP) }
+    __m256 s = _mm256_setzero_ps();
+    CHAINS(SUM)
+    float t[8];
+    _mm256_storeu_ps(t, s);
+    *sink = t[0] + t[1] + t[2] + t[3] + t[4] + t[5] + t[6] + t[7];
+    return (double)iters * 12 * 8 * 2;
+#undef DECL
+#undef STEP
+#undef SUM
+}
+#endif
+static double fma_chains_scalar(int64_t iters, float *sink) {
+#define DECL(i) float c##i = (float)(i);
+#define STEP(i) c##i = fmaf(c##i, 0.999f, 1e-7f);
+#define SUM(i) s += c##i;
+    CHAINS(DECL)
+    for (int64_t k = 0; k < iters; k++) { CHAINS(STEP) }
+    float s = 0;
+    CHAINS(SUM)
+    *sink = s;
+    return (double)iters * 12 * 2;
+#undef DECL
+#undef STEP
+#undef SUM
+}
+#undef CHAINS
+
+typedef struct { int64_t iters; double flops; float sink; const uint64_t *words; size_t n; uint64_t sum; } ProbeJob;
+
+static const char *fma_width(void) {
+#ifdef BENCH_X86
+    if (__builtin_cpu_supports("avx512f")) return "avx512";
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2+fma";
+#endif
+    return "scalar";
+}
+
+static void *fma_job(void *p) {
+    ProbeJob *j = p;
+    const char *w = fma_width();
+#ifdef BENCH_X86
+    if (!strcmp(w, "avx512")) j->flops = fma_chains_avx512(j->iters, &j->sink);
+    else if (!strcmp(w, "avx2+fma")) j->flops = fma_chains_avx2(j->iters, &j->sink);
+    else
+#endif
+        j->flops = fma_chains_scalar(j->iters, &j->sink);
+    return NULL;
+}
+
+/* A pass over this thread's share of the array, summed as 64-bit words (the adds vectorise and keep
+ * up with memory; a float sum in order would not). */
+static void *read_job(void *p) {
+    ProbeJob *j = p;
+    uint64_t s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    for (size_t i = 0; i + 4 <= j->n; i += 4) s0 += j->words[i], s1 += j->words[i + 1], s2 += j->words[i + 2], s3 += j->words[i + 3];
+    j->sum = s0 + s1 + s2 + s3;
+    return NULL;
+}
+
+/* Runs fn on `threads` threads at once (the first on this one); the best wall time of `repeat`. */
+static double on_threads(void *(*fn)(void *), ProbeJob *jobs, int threads, int repeat) {
+    double best = 1e30;
+    for (int r = 0; r < repeat; r++) {
+        pthread_t tid[256];
+        double t = now();
+        for (int i = 1; i < threads; i++)
+            if (pthread_create(&tid[i], NULL, fn, &jobs[i])) ac_error("bench: cannot start a thread");
+        fn(&jobs[0]);
+        for (int i = 1; i < threads; i++) pthread_join(tid[i], NULL);
+        t = now() - t;
+        if (t < best) best = t;
+    }
+    return best;
+}
+
+/* FLOPs of gpt-124m's step (GPT_CONFIG_124M, 2 x 256 tokens): every Linear's product forward and
+ * twice that backward (6 x tokens x weights), and attention's QK^T and PV likewise; bytes of AdamW:
+ * per parameter (162,419,712 of them), read param, grad, m, v and write param, m, v. */
+static void gpt_124m_work(double *flops, double *adam_bytes) {
+    double e = 768, L = 12, V = 50257, T = 256, B = 2, ctx = 256, tok = B * T;
+    double linear_weights = L * (4 * e * e + 2 * e * 4 * e) + e * V;
+    double attention = L * B * 2 * (2 * T * T * e); /* QK^T and PV over all heads */
+    *flops = 6 * tok * linear_weights + 3 * attention;
+    double block = 4 * e * e + e + (e * 4 * e + 4 * e) + (4 * e * e + e) + 2 * 2 * e; /* att (no qkv bias), ff, 2 norms */
+    double params = V * e + ctx * e + L * block + 2 * e + e * V;                      /* embeddings, blocks, final norm, head */
+    *adam_bytes = params * 4 * 7;
+}
+
+static void floor_probe(void) {
+    int threads = torch_get_num_threads();
+    ProbeJob jobs[256] = {{0}};
+    for (int i = 0; i < threads; i++) jobs[i].iters = 100000000 / 4;
+    double s = on_threads(fma_job, jobs, threads, 3), flops = 0;
+    for (int i = 0; i < threads; i++) flops += jobs[i].flops;
+    double peak = flops / s;
+    size_t n = (size_t)512 << 17; /* 512 MiB of 64-bit words: far past any cache */
+    uint64_t *words = ac_malloc(n * sizeof *words);
+    for (size_t i = 0; i < n; i++) words[i] = i;
+    for (int i = 0; i < threads; i++) {
+        size_t a = n / (size_t)threads * (size_t)i, b = i == threads - 1 ? n : n / (size_t)threads * (size_t)(i + 1);
+        jobs[i].words = words + a, jobs[i].n = b - a;
+    }
+    double t = on_threads(read_job, jobs, threads, 5), bw = (double)(n * sizeof *words) / t;
+    uint64_t check = 0;
+    for (int i = 0; i < threads; i++) check += jobs[i].sum;
+    free(words);
+    double step_flops, adam_bytes;
+    gpt_124m_work(&step_flops, &adam_bytes);
+    char f[400];
+    snprintf(f, sizeof f, "\"fma\": \"%s\", \"peak_gflops\": %.1f, \"read_gb_per_s\": %.2f, \"gpt_124m_gflop\": %.1f, "
+             "\"adamw_gb\": %.2f, \"gpt_124m_floor_ms\": %.1f, \"checksum\": %llu", fma_width(), peak / 1e9, bw / 1e9,
+             step_flops / 1e9, adam_bytes / 1e9, (step_flops / peak + adam_bytes / bw) * 1e3, (unsigned long long)(check & 1));
+    print_line("floor", f);
+}
+
 static void usage(FILE *f) {
-    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: all eleven)\n"
+    fprintf(f, "usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: the eleven of workloads.py)\n"
                "The workloads of ../shared/pytorch/workloads.py, one JSON line each with the same keys:\n"
                "  article       forward + backward of the article's SelfAttention(3, 2, 4) on its 6x3 input (us/iter)\n"
                "  train-tiny    one Adam step of ToyLM V=65 T=32 B=16 d=64 H=4 (ms/step)\n"
@@ -411,6 +564,9 @@ static void usage(FILE *f) {
                "                all trainable) on 8 x 64 tokens with -100 padded targets (ms/step, tokens/s; 9.3 GB peak)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
+               "  floor         the machine's floor under gpt-124m's step (not in workloads.py): the FMA peak (12\n"
+               "                chains of the widest FMAs a thread), the read bandwidth (a 512 MiB array), and the\n"
+               "                step's FLOPs at that peak plus AdamW's bytes at that bandwidth (ms)\n"
                "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
                "  --exact       exact math (reference BLAS's order) instead of the fast kernels\n"
                "Compare with PyTorch in the same sitting (ratios, not absolute times), for example:\n"
@@ -455,6 +611,7 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "gpt-classify") == 0) gpt_classify(false);
         else if (strcmp(w, "gpt-lora") == 0) gpt_classify(true);
         else if (strcmp(w, "gpt-sft") == 0) gpt_sft();
+        else if (strcmp(w, "floor") == 0) floor_probe();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);

@@ -709,6 +709,28 @@ START_TEST(test_programs_help) {
 }
 END_TEST
 
+/* bench floor: the FMA peak and read bandwidth measured, and gpt-124m's work counted: 394.0 GFLOP
+ * (6 x 512 tokens x 123.5M weights of Linear, and attention's products) and AdamW's 4.55 GB (28 bytes
+ * for each of 162,419,712 parameters). */
+START_TEST(test_bench_floor) {
+    char cmd[256], *out;
+    snprintf(cmd, sizeof cmd, "%s/bench --threads 1 floor", build_dir());
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_msg(strstr(out, "\"gpt_124m_gflop\": 394.0, \"adamw_gb\": 4.55, "), "%s", out);
+    const char *keys[] = {"\"peak_gflops\": ", "\"read_gb_per_s\": ", "\"gpt_124m_floor_ms\": "};
+    double v[3];
+    for (int k = 0; k < 3; k++) {
+        const char *at = strstr(out, keys[k]);
+        ck_assert_msg(at != NULL, "%s missing: %s", keys[k], out);
+        v[k] = atof(at + strlen(keys[k]));
+    }
+    double peak = v[0], bw = v[1], floor_ms = v[2];
+    ck_assert_msg(peak > 0.5 && bw > 0.1, "%s", out);
+    ck_assert_msg(fabs(floor_ms - (394.0 / peak + 4.55 / bw) * 1e3) <= 0.01 * floor_ms, "the floor is the sum: %s", out);
+    free(out);
+}
+END_TEST
+
 /* finetune classify and instruct --html: the run prints what it prints without the flag; the page is
  * well-formed, each section a table of the book's Python beside the C, the run's output, the figure */
 START_TEST(test_finetune_pages) {
@@ -756,6 +778,7 @@ Suite *suite_viz(void) {
     tcase_add_test(tc, test_write_file_atomic);
     tcase_add_test(tc, test_split_line);
     tcase_add_test(tc, test_page_rows);
+    tcase_add_test(tc, test_bench_floor);
     tcase_add_test(tc, test_article_svg);
     tcase_add_test(tc, test_article_html);
     tcase_add_test(tc, test_article_html_in_chromium);
