@@ -1,6 +1,7 @@
 /* The arena: every tensor an op makes comes from here, and a mark/release pair
  * frees a whole step in one call. Blocks grow (never a fixed pool that runs
  * out) and are kept after a release, so a training loop runs in flat memory. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,12 +82,119 @@ void *ac_arena_alloc(size_t bytes) {
     return blocks[cur].mem;
 }
 
-ac_mark ac_arena_mark(void) { return (ac_mark){cur, used}; }
+/* ---- use after release (internal.h) ----------------------------------------
+ * Every arena header this thread made that no release has freed yet, in
+ * order (the log itself malloc'd): a mark records how many there are, its
+ * release stamps the rest dead. One pointer a tensor when made, one store at
+ * the release. */
+static _Thread_local TensorImpl **made;
+static _Thread_local size_t nmade, made_cap;
+static _Thread_local uint64_t generation = 1; /* 1 + this thread's releases that freed tensors */
+/* Debug mode: headers malloc'd, and the last AC_QUARANTINE released kept dead
+ * (a ring, the oldest freed) so that a stale pointer aliases no new tensor. */
+static _Thread_local TensorImpl **quarantine;
+static _Thread_local size_t q_first, q_len;
+static _Atomic int debug_mode = -1; /* -1: the environment not read yet */
+
+void ac_debug_tensors(int mode) {
+    if (mode < 0) {
+        const char *e = getenv("AC_DEBUG");
+        mode = e && strcmp(e, "1") == 0;
+#ifdef AC_ASAN
+        mode = 1;
+#endif
+    }
+    atomic_store_explicit(&debug_mode, mode, memory_order_relaxed);
+}
+
+bool ac_debug_tensors_on(void) {
+    int d = atomic_load_explicit(&debug_mode, memory_order_relaxed);
+    if (d < 0) {
+        ac_debug_tensors(-1);
+        d = atomic_load_explicit(&debug_mode, memory_order_relaxed);
+    }
+    return d == 1;
+}
+
+uint64_t ac_arena_generation(void) { return generation; }
+size_t ac_quarantined(void) { return q_len; }
+
+TensorImpl *ac_new_header(void) {
+    if (nmade == made_cap) { /* before the header: a failure leaves nothing behind */
+        size_t nc = made_cap ? made_cap * 2 : 1024;
+        TensorImpl **p = nc <= SIZE_MAX / sizeof *made ? realloc(made, nc * sizeof *made) : NULL;
+        if (!p) ac_out_of_memory(nc, sizeof *made);
+        made = p;
+        made_cap = nc;
+    }
+    bool heap = ac_debug_tensors_on();
+    TensorImpl *ti = heap ? malloc(sizeof *ti) : ac_arena_alloc(sizeof *ti);
+    if (!ti) ac_out_of_memory(sizeof *ti, 1);
+    memset(ti, 0, sizeof *ti);
+    ti->heap = heap;
+    ti->stamp = AC_STAMP_LIVE;
+    ti->made = generation;
+    made[nmade++] = ti;
+    return ti;
+}
+
+static void quarantine_put(TensorImpl *ti) {
+    if (!quarantine && !(quarantine = malloc(AC_QUARANTINE * sizeof *quarantine))) {
+        free(ti); /* no room to keep it: freed as it would be without the debug mode */
+        return;
+    }
+    if (q_len == AC_QUARANTINE) { /* the oldest goes */
+        free(quarantine[q_first]);
+        quarantine[q_first] = ti;
+        q_first = (q_first + 1) % AC_QUARANTINE;
+    } else {
+        quarantine[(q_first + q_len++) % AC_QUARANTINE] = ti;
+    }
+}
+
+static void free_headers(void) {
+    for (size_t i = 0; i < nmade; i++)
+        if (made[i]->heap) free(made[i]);
+    free(made);
+    made = NULL;
+    nmade = made_cap = 0;
+    for (size_t i = 0; i < q_len; i++) free(quarantine[(q_first + i) % AC_QUARANTINE]);
+    free(quarantine);
+    quarantine = NULL;
+    q_first = q_len = 0;
+}
+
+/* A dead stamp whose numbers fit (made no later than released, released before
+ * now) was written by a release; anything else is not a tensor header any more. */
+AC_NO_ASAN void ac_not_live(const Tensor *t, const char *op) {
+    const TensorImpl *ti = ac_impl(t);
+    if (ti->stamp == AC_STAMP_DEAD && ti->made <= ti->released && ti->released < generation)
+        ac_error("%s: a tensor released by ac_arena_release was used: it was made in arena generation %llu and "
+                 "released by release %llu (the current generation is %llu); keep it with ac_persist, or use "
+                 "it before the release", op, (unsigned long long)ti->made, (unsigned long long)ti->released,
+                 (unsigned long long)generation);
+    ac_error("%s: not a live tensor (freed by ac_arena_release and its memory reused, or never a tensor)%s", op,
+             ac_debug_tensors_on() ? "" : "; AC_DEBUG=1 catches more of these");
+}
+
+ac_mark ac_arena_mark(void) { return (ac_mark){cur, used, nmade}; }
 
 void ac_arena_release(ac_mark m) {
-    if (m.block > cur || (m.block == cur && m.used > used))
-        ac_error("ac_arena_release: the mark (block %zu, %zu bytes) is newer than the arena "
-                 "(block %zu, %zu bytes); was it released twice?", m.block, m.used, cur, used);
+    if (m.block > cur || (m.block == cur && m.used > used) || m.tensors > nmade)
+        ac_error("ac_arena_release: the mark (block %zu, %zu bytes, %zu tensors) is newer than the arena "
+                 "(block %zu, %zu bytes, %zu tensors); was it released twice?", m.block, m.used, m.tensors, cur, used,
+                 nmade);
+    /* the headers made since the mark, stamped dead before their memory is poisoned */
+    for (size_t i = m.tensors; i < nmade; i++) {
+        TensorImpl *ti = made[i];
+        ti->stamp = AC_STAMP_DEAD;
+        ti->released = generation;
+        if (ti->heap) quarantine_put(ti);
+    }
+    if (m.tensors < nmade) { /* a release that freed no tensor (an op's scratch) starts no generation */
+        nmade = m.tensors;
+        generation++;
+    }
     if (nblocks > 0) { /* what the release hands back is poisoned again */
         POISON(blocks[m.block].mem + m.used, blocks[m.block].cap - m.used);
         for (size_t b = m.block + 1; b <= cur; b++) POISON(blocks[b].mem, blocks[b].cap);
@@ -110,6 +218,7 @@ size_t ac_arena_bytes_reserved(void) {
 void ac_shutdown(void) {
     ac_parallel_shutdown(); /* the pool's threads, and their arenas, first */
     ac_gbuf_shutdown();
+    free_headers();
     for (size_t i = 0; i < nblocks; i++) {
         UNPOISON(blocks[i].mem, blocks[i].cap);
         free(blocks[i].mem);

@@ -60,7 +60,10 @@ static void autograd_recover(void) {
     ac_gbuf_abort();
 }
 
-const char *torch_grad_fn_name(const Tensor *t) { return t && t->grad_fn ? t->grad_fn->name : NULL; }
+const char *torch_grad_fn_name(const Tensor *t) {
+    if (t) ac_check_live(t, "grad_fn");
+    return t && t->grad_fn ? t->grad_fn->name : NULL;
+}
 
 /* extend.h: the graph, read only */
 const char *ac_grad_fn_name(const Node *fn) { return fn ? fn->name : NULL; }
@@ -153,6 +156,7 @@ static void zero_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
 }
 
 void torch_zero_grad_(Tensor *t) {
+    if (t) ac_check_live(t, "zero_grad_");
     if (t && t->grad) ac_parallel_for(torch_numel(t->grad), 1 << 18, zero_task, t->grad->data); /* 1 MB a piece */
 }
 
@@ -412,6 +416,7 @@ Tensor **torch_autograd_grad(Tensor *output, int n_inputs, Tensor **inputs, Tens
 
 static void sweep(Tensor *root, Tensor *gradient, bool retain_graph) {
     ac_check_defined(root, "backward");
+    if (gradient) ac_check_live(gradient, "backward");
     if (!root->requires_grad)
         ac_error("backward: element 0 of tensors does not require grad and does not have a grad_fn");
     if (!gradient && torch_numel(root) != 1)

@@ -16,8 +16,13 @@ typedef struct TensorImpl {
     uint64_t own_version;     /* the counter itself, in the tensor that owns the storage */
     Tensor *gradbuf;          /* leaf: preallocated storage .grad points to */
     bool retains_grad;        /* retain_grad(): a non-leaf keeps its .grad */
+    bool heap;                /* the header is malloc'd (debug mode, arena.c), not in the arena */
+    uint32_t stamp;           /* AC_STAMP_LIVE; AC_STAMP_DEAD once ac_arena_release freed it */
+    uint64_t made;            /* the arena generation it was made in (1 + the thread's releases that freed tensors) */
+    uint64_t released;        /* dead: the release that freed it (release k ends generation k) */
 } TensorImpl;
 static inline TensorImpl *ac_impl(const Tensor *t) { return (TensorImpl *)(uintptr_t)t; }
+
 void ac_check_inplace(Tensor *t, const char *op); /* PyTorch's leaf / view-of-leaf refusals */
 /* masked_fill_ on a float tensor that is no view, contiguous, the mask checked (op_mask.c) */
 void ac_masked_fill_whole_(Tensor *t, Tensor *mask, double value);
@@ -78,6 +83,42 @@ void __asan_unpoison_memory_region(void const volatile *addr, size_t size);
 #define POISON(p, n) ((void)(p), (void)(n))
 #define UNPOISON(p, n) ((void)(p), (void)(n))
 #endif
+
+/* Use after release (arena.c). Every header is stamped live when made; each
+ * thread logs the arena headers made since its marks, so that a release
+ * stamps those it frees dead with its number. Every op runs ac_check_live on
+ * its tensor inputs (through ac_check_defined): a dead stamp is an error
+ * naming the op and the generations, a stamp that is neither (the memory
+ * reused by data, or never a tensor) "not a live tensor". In the default mode
+ * a header stays in the arena, so a stale pointer whose memory a new header
+ * took reads that header's live stamp and is not caught; in debug mode
+ * (AC_DEBUG=1, always in the ASan build) headers are malloc'd and a release
+ * keeps the last AC_QUARANTINE it freed, dead, so that none aliases a new one. */
+#define AC_STAMP_LIVE 0x7fb1e55du
+#define AC_STAMP_DEAD 0x7fdeadedu
+#define AC_QUARANTINE 65536
+TensorImpl *ac_new_header(void);        /* zeroed, stamped live, logged: in the arena, or malloc'd in debug mode */
+uint64_t ac_arena_generation(void);     /* this thread's: 1 + its releases that freed tensors so far */
+/* The header's memory is read even where ASan has poisoned it (a released
+ * header in the default mode): the stamp says what it is. */
+#ifdef AC_ASAN
+#define AC_NO_ASAN __attribute__((no_sanitize_address))
+#else
+#define AC_NO_ASAN
+#endif
+void ac_not_live(const Tensor *t, const char *op) /* the error for a stamp that is not live */
+#if defined(__GNUC__)
+    __attribute__((noreturn, cold))
+#endif
+    ;
+static inline AC_NO_ASAN void ac_check_live(const Tensor *t, const char *op) {
+    if (ac_impl(t)->stamp != AC_STAMP_LIVE) ac_not_live(t, op);
+}
+/* Tests: 1 headers malloc'd and quarantined (debug mode), 0 in the arena, -1
+ * as the environment says (AC_DEBUG=1; always on in the ASan build). */
+void ac_debug_tensors(int mode);
+bool ac_debug_tensors_on(void);
+size_t ac_quarantined(void);            /* this thread's quarantined headers */
 
 /* The backward's gradient buffers (grad_buffers.c): while a node's backward
  * runs, ac_new takes the data of big tensors from here; autograd holds a

@@ -456,6 +456,7 @@ bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen) {
 
 void torch_generator_set_state(torch_Generator *g, Tensor *state) {
     char err[200];
+    if (state) ac_check_live(state, "set_state");
     if (!ac_rng_state_check(state, err, sizeof err)) ac_error("set_state: %s", err);
     const int64_t *p = ac_materialize(state)->data;
     g = gen(g);

@@ -40,8 +40,7 @@ static void check_shape(int ndim, const int64_t *shape, const char *op) {
 
 /* A new tensor's header (its storage's owner: version counter of its own). */
 static Tensor *header(ac_dtype dtype, int ndim, const int64_t *shape) {
-    TensorImpl *ti = ac_arena_alloc(sizeof(TensorImpl));
-    memset(ti, 0, sizeof *ti);
+    TensorImpl *ti = ac_new_header();
     ti->version = &ti->own_version;
     Tensor *t = &ti->pub;
     t->dtype = dtype;
@@ -95,8 +94,7 @@ Tensor *ac_new_dense_like(const Tensor *t) {
 /* A view shares its base's storage and version counter. */
 Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *stride,
                    int64_t offset) {
-    TensorImpl *ti = ac_arena_alloc(sizeof(TensorImpl));
-    memset(ti, 0, sizeof *ti);
+    TensorImpl *ti = ac_new_header();
     TensorImpl *b = ac_impl(base);
     ti->base = b->base ? b->base : b;
     ti->version = b->version;
@@ -113,7 +111,10 @@ Tensor *ac_view_of(Tensor *base, int ndim, const int64_t *shape, const int64_t *
 }
 
 void ac_bump_version(Tensor *t) { ++*ac_impl(t)->version; }
-int64_t torch_version(const Tensor *t) { return (int64_t)*ac_impl(t)->version; }
+int64_t torch_version(const Tensor *t) {
+    ac_check_defined(t, "_version");
+    return (int64_t)*ac_impl(t)->version;
+}
 
 int64_t torch_numel(const Tensor *t) { return ac_shape_numel(t->ndim, t->shape); }
 
@@ -126,6 +127,7 @@ int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op) {
 }
 
 int64_t torch_size(const Tensor *t, int64_t dim) {
+    ac_check_defined(t, "size");
     return t->shape[ac_wrap_dim(dim, t->ndim, "size")];
 }
 
@@ -140,8 +142,11 @@ bool torch_is_contiguous(const Tensor *t) {
     return true;
 }
 
-void ac_check_defined(const Tensor *t, const char *op) { /* Python: "must be Tensor, not NoneType" */
+/* Every op's check of its tensor inputs: not NULL (Python: "must be Tensor, not
+ * NoneType"), and not freed by a release (internal.h, ac_check_live). */
+void ac_check_defined(const Tensor *t, const char *op) {
     if (!t) ac_raise(AC_TYPE_ERROR, "%s: expected a Tensor, got NULL", op);
+    ac_check_live(t, op);
 }
 
 void ac_check_float(const Tensor *t, const char *op) {
@@ -350,14 +355,27 @@ Tensor *torch_zeros(int ndim, const int64_t *shape) { return filled("zeros", ndi
 Tensor *torch_ones(int ndim, const int64_t *shape) { return filled("ones", ndim, shape, 1, AC_FLOAT32); }
 Tensor *torch_zeros_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return filled("zeros", ndim, shape, 0, dtype); }
 Tensor *torch_ones_dtype(int ndim, const int64_t *shape, ac_dtype dtype) { return filled("ones", ndim, shape, 1, dtype); }
-Tensor *torch_zeros_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 0, t->dtype); }
-Tensor *torch_ones_like(const Tensor *t) { return torch_full_dtype(t->ndim, t->shape, 1, t->dtype); }
-Tensor *torch_full_like(const Tensor *t, double value) { return torch_full_dtype(t->ndim, t->shape, value, t->dtype); }
-Tensor *torch_empty_like(const Tensor *t) { return torch_empty(t->ndim, t->shape, t->dtype); }
-Tensor *torch_zeros_like_dtype(const Tensor *t, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, 0, d); }
-Tensor *torch_ones_like_dtype(const Tensor *t, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, 1, d); }
-Tensor *torch_full_like_dtype(const Tensor *t, double v, ac_dtype d) { return torch_full_dtype(t->ndim, t->shape, v, d); }
-Tensor *torch_empty_like_dtype(const Tensor *t, ac_dtype d) { return torch_empty(t->ndim, t->shape, d); }
+/* t's shape (and dtype): t checked first */
+Tensor *torch_zeros_like(const Tensor *t) { ac_check_defined(t, "zeros_like"); return torch_full_dtype(t->ndim, t->shape, 0, t->dtype); }
+Tensor *torch_ones_like(const Tensor *t) { ac_check_defined(t, "ones_like"); return torch_full_dtype(t->ndim, t->shape, 1, t->dtype); }
+Tensor *torch_full_like(const Tensor *t, double value) {
+    ac_check_defined(t, "full_like");
+    return torch_full_dtype(t->ndim, t->shape, value, t->dtype);
+}
+Tensor *torch_empty_like(const Tensor *t) { ac_check_defined(t, "empty_like"); return torch_empty(t->ndim, t->shape, t->dtype); }
+Tensor *torch_zeros_like_dtype(const Tensor *t, ac_dtype d) {
+    ac_check_defined(t, "zeros_like");
+    return torch_full_dtype(t->ndim, t->shape, 0, d);
+}
+Tensor *torch_ones_like_dtype(const Tensor *t, ac_dtype d) {
+    ac_check_defined(t, "ones_like");
+    return torch_full_dtype(t->ndim, t->shape, 1, d);
+}
+Tensor *torch_full_like_dtype(const Tensor *t, double v, ac_dtype d) {
+    ac_check_defined(t, "full_like");
+    return torch_full_dtype(t->ndim, t->shape, v, d);
+}
+Tensor *torch_empty_like_dtype(const Tensor *t, ac_dtype d) { ac_check_defined(t, "empty_like"); return torch_empty(t->ndim, t->shape, d); }
 
 /* torch.linspace(start, end, steps), float32 as ATen's CPU kernel computes it
  * (ATEN_CPU_CAPABILITY=default, one thread): step = (end - start) / (steps - 1)
@@ -439,6 +457,8 @@ static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, boo
     memset(mem, 0, zero ? total : sizeof(TensorImpl));
     TensorImpl *ti = (TensorImpl *)mem;
     ti->version = &ti->own_version;
+    ti->stamp = AC_STAMP_LIVE; /* no release frees it: never logged */
+    ti->made = ac_arena_generation();
     Tensor *p = &ti->pub;
     p->dtype = dtype;
     p->ndim = ndim;

@@ -75,9 +75,16 @@ typedef struct Tensor {
 } Tensor; /* the library allocates every tensor, with private bookkeeping after these fields */
 
 /* ---- memory --------------------------------------------------------------- */
-typedef struct { size_t block; size_t used; } ac_mark;
+typedef struct { size_t block; size_t used; size_t tensors; } ac_mark; /* tensors: headers made before it */
 ac_mark ac_arena_mark(void);
-void ac_arena_release(ac_mark m);     /* frees every tensor made since m */
+/* Frees every tensor made since m. A tensor it freed that an op is given later
+ * is an error naming the op ("a tensor released by ac_arena_release was used",
+ * with the generations) as long as its header's memory was not reused; in the
+ * default mode the headers stay in the arena, so a stale pointer whose memory a
+ * new tensor took reads as that tensor. With AC_DEBUG=1 in the environment (and
+ * always in the ASan build) headers are malloc'd and the last 65,536 freed are
+ * kept, dead, so that a stale one is always caught while it is kept. */
+void ac_arena_release(ac_mark m);
 size_t ac_arena_bytes_in_use(void);
 size_t ac_arena_bytes_reserved(void);
 void *ac_arena_alloc(size_t bytes);   /* 64-byte aligned, not initialised */
@@ -279,7 +286,7 @@ int64_t *ac_data_long(Tensor *t);                 /* contiguous int64 only */
 double torch_item(Tensor *t);                        /* one element tensors */
 double ac_get(Tensor *t, int n, const int64_t *index); /* t[i, j, ...] as double */
 int64_t ac_wrap_dim(int64_t dim, int ndim, const char *op);   /* negative dims; error if out of range */
-void ac_check_defined(const Tensor *t, const char *op);       /* error on NULL */
+void ac_check_defined(const Tensor *t, const char *op);       /* error on NULL, or on a tensor a release freed */
 void ac_check_float(const Tensor *t, const char *op);         /* error unless float32 */
 char *ac_shape_str(const Tensor *t);                          /* "[2, 3]" (arena) */
 char *ac_dims_str(int n, const int64_t *dims);                /* "[2, 3]" (arena) */

@@ -8,6 +8,7 @@ Suite *suite_spam_data(void); /* tests/test_spam_data.c */
 Suite *suite_json(void);       /* tests/test_json.c */
 Suite *suite_instruct(void);   /* tests/test_instruct.c */
 Suite *suite_finetune(void);  /* tests/test_finetune.c */
+Suite *suite_release(void);   /* tests/test_release.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -25,6 +26,7 @@ int main(void) {
     srunner_add_suite(sr, suite_train());
     srunner_add_suite(sr, suite_memory());
     srunner_add_suite(sr, suite_memory_backward());
+    srunner_add_suite(sr, suite_release());
     srunner_add_suite(sr, suite_viz());
     srunner_add_suite(sr, suite_hostile());
     srunner_add_suite(sr, suite_error_paths());

@@ -31,7 +31,7 @@ START_TEST(test_arena_grows_past_one_block) {
     ck_assert(torch_item(torch_sum(big)) == 1e7);
     ck_assert(ac_arena_bytes_reserved() >= 40u * 1000 * 1000);
     ac_arena_release(m);
-    EXPECT_ERROR("newer than the arena", ac_arena_release((ac_mark){1000, 0}));
+    EXPECT_ERROR("newer than the arena", ac_arena_release((ac_mark){1000, 0, 0}));
 }
 END_TEST
 

@@ -193,6 +193,7 @@ Tensor *torch_scaled_dot_product_attention(Tensor *query, Tensor *key, Tensor *v
     ac_check_float(query, op);
     ac_check_float(key, op);
     ac_check_float(value, op);
+    if (attn_mask) ac_check_live(attn_mask, op);
     if (dropout_p != 0.0)
         ac_error("%s: dropout_p must be 0 here (got %g): attention.c's fused kernel has no dropout; use the explicit "
                  "softmax and torch_dropout for it", op, dropout_p);

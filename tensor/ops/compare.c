@@ -23,6 +23,8 @@ bool torch_equal(const Tensor *a, const Tensor *b) {
 bool torch_allclose(const Tensor *a, const Tensor *b, double rtol, double atol, bool equal_nan) {
     int nd;
     int64_t shape[AC_MAX_DIMS], sa[AC_MAX_DIMS], sb[AC_MAX_DIMS];
+    ac_check_defined(a, "allclose");
+    ac_check_defined(b, "allclose");
     ac_broadcast_check("allclose", a, b, &nd, shape);
     ac_broadcast_strides(a, nd, shape, sa);
     ac_broadcast_strides(b, nd, shape, sb);

@@ -103,6 +103,7 @@ static void scatter_add_backward(Node *n, Tensor *g) {
 Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
     ac_check_float(a, "index_select");
     int64_t d = ac_wrap_dim(dim, a->ndim, "index_select");
+    if (index) ac_check_live(index, "index_select");
     if (index && index->ndim > 1) ac_raise(AC_INDEX_ERROR, "index_select: index_select(): Index is supposed to be a vector (got %dD)", index->ndim);
     int64_t size = a->ndim ? a->shape[d] : 1;
     if (a->ndim == 0 && index && torch_numel(index) != 1) /* a scalar's result holds one element */

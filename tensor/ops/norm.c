@@ -46,6 +46,8 @@ static void layer_norm_backward(Node *n, Tensor *gt) {
 
 Tensor *torch_layer_norm(Tensor *x, int n_norm, const int64_t *nshape, Tensor *w, Tensor *b, double eps) {
     ac_check_float(x, "layer_norm");
+    if (w) ac_check_live(w, "layer_norm");
+    if (b) ac_check_live(b, "layer_norm");
     if (n_norm < 1 || n_norm > x->ndim)
         ac_error("layer_norm: normalized_shape %s does not fit an input of shape %s",
                  ac_dims_str(n_norm, nshape), ac_shape_str(x));
