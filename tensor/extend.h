@@ -58,6 +58,21 @@ bool ac_close_output(FILE *f);
  * torch.norm(x, 2) of a contiguous float32 tensor, bit for bit. */
 float ac_norm2_f32(const float *x, int64_t n);
 
+/* ---- the book's GELU and LayerNorm as one op each (ops/fused.c) -------------------
+ * The same bits as the book's lines op by op (nn/gpt/gpt.c), forward and every
+ * gradient, in exact and fast math, at any thread count; what autograd keeps is x
+ * and one tensor (GELU) or three floats a row (LayerNorm) instead of each op's
+ * result. grad_fn: BookGeluBackward0, BookLayerNormBackward0 (no PyTorch names:
+ * PyTorch runs the book's ops one by one). _fits: the inputs the op takes (float32;
+ * LayerNorm: x [*, n], n >= 1, scale and shift [n], three tensors); an error only for
+ * a NULL or released tensor.
+ *     0.5 * x * (1 + torch.tanh(torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))))
+ *     scale * ((x - x.mean(dim=-1, keepdim=True)) / torch.sqrt(x.var(dim=-1, keepdim=True, unbiased=False) + eps)) + shift */
+bool ac_book_gelu_fits(const Tensor *x);
+Tensor *ac_book_gelu(Tensor *x);
+bool ac_book_layer_norm_fits(const Tensor *x, const Tensor *scale, const Tensor *shift);
+Tensor *ac_book_layer_norm(Tensor *x, Tensor *scale, Tensor *shift, double eps);
+
 /* ---- files --------------------------------------------------------------------- */
 /* The whole of f or of the file at path, read to its end (a pipe, a FIFO or a
  * /proc file whole too) and NUL-terminated (the NUL not in *len); the caller

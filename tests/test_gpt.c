@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -165,6 +166,227 @@ START_TEST(test_kv_cache_same_bits) {
                       "%lld rows: the one-row path and the tiled kernel differ", (long long)r);
     EXPECT_ERROR("for generating only", nn_GPTModel_forward_cached(m, torch_slice(ids, 1, 0, 1), NULL));
     nn_free(&m->module);
+}
+END_TEST
+
+/* ---- the book's LayerNorm and GELU as one op each (tensor/ops/fused.c) against their lines op by op ----
+ * nn_gpt_fused true runs ac_book_layer_norm / ac_book_gelu, false the module's lines one by one: the
+ * output and every gradient must be the same bits (memcmp), in exact and fast math, at 1 and 2
+ * threads, whatever else sends x a gradient and in which state (which decides how the fused backward
+ * adds its terms to x's sum: see send_terms in fused.c). */
+
+static nn_GPTLayerNorm *fz_ln;
+
+/* Uniform in [-mag, mag), a leaf that requires grad when `grad`. */
+static Tensor *fz_input(uint64_t seed, double mag, bool grad, int nd, const int64_t *shape) {
+    torch_manual_seed(seed);
+    Tensor *t = torch_sub_scalar(torch_mul_scalar(torch_rand(nd, shape), 2.0 * mag), mag);
+    return grad ? torch_requires_grad_(t, true) : t;
+}
+
+static void assert_same_bits(Tensor *fused, Tensor *ops, const char *what, const char *where) {
+    ck_assert_msg((fused == NULL) == (ops == NULL), "%s, %s: a gradient on one side only", where, what);
+    if (!fused) return;
+    int64_t n = torch_numel(ops);
+    ck_assert_msg(torch_numel(fused) == n, "%s, %s: %lld elements, op by op %lld", where, what,
+                  (long long)torch_numel(fused), (long long)n);
+    const float *a = ac_data_float(torch_contiguous(fused)), *b = ac_data_float(torch_contiguous(ops));
+    if (memcmp(a, b, sizeof(float) * (size_t)n) == 0) return;
+    int64_t i = 0;
+    while (i < n && memcmp(a + i, b + i, sizeof(float)) == 0) i++;
+    ck_abort_msg("%s, %s: element %lld is %a fused, %a op by op", where, what, (long long)i, (double)a[i], (double)b[i]);
+}
+
+/* What one run leaves: the module's output and the gradients (copies). */
+typedef struct { Tensor *out, *gx, *gscale, *gshift; } FzRun;
+
+static Tensor *grad_copy(Tensor *t) { return t->grad ? torch_clone(t->grad) : NULL; }
+
+/* The module (LayerNorm fz_ln, or GELU) on x0 (or on a non-leaf made from it), then the loss
+ * sum((out [+ x | + 2 x]) * w), backward; `kind` decides what x's gradient holds when the
+ * module's backward runs:
+ *   0  x0 itself, a leaf (its .grad), twice over without zeroing (the second adds to the first);
+ *   1  x = x0 * 1: x's first gradient (handed on as it is);
+ *   2  out + x: x has the add's gradient first, which the add also sends on (not writable);
+ *   3  out + 2 x: x has the product's new gradient first (added to in place). */
+static FzRun fz_run(bool fused, bool ln, int kind, Tensor *x0, Tensor *w) {
+    nn_gpt_fused = fused;
+    x0->grad = NULL;
+    if (ln) fz_ln->scale->grad = fz_ln->shift->grad = NULL;
+    FzRun r = {0};
+    for (int rep = 0; rep < (kind == 0 ? 2 : 1); rep++) {
+        Tensor *x = kind == 0 ? x0 : torch_mul_scalar(x0, 1.0);
+        Tensor *y = ln ? nn_GPTLayerNorm_forward(fz_ln, x) : nn_GPTGELU_forward(NULL, x);
+        const char *want = !fused ? (ln ? "AddBackward0" : "MulBackward0")
+                                  : (ln ? "BookLayerNormBackward0" : "BookGeluBackward0");
+        if (y->requires_grad) ck_assert_str_eq(torch_grad_fn_name(y), want);
+        r.out = y;
+        if (kind == 2) y = torch_add(y, x);
+        if (kind == 3) y = torch_add(y, torch_mul_scalar(x, 2.0));
+        if (y->requires_grad) torch_backward(torch_sum(torch_mul(y, w)), NULL);
+    }
+    nn_gpt_fused = true;
+    r.gx = grad_copy(x0);
+    if (ln) r.gscale = grad_copy(fz_ln->scale), r.gshift = grad_copy(fz_ln->shift);
+    return r;
+}
+
+static void fz_compare(FzRun f, FzRun o, const char *where) {
+    assert_same_bits(f.out, o.out, "the output", where);
+    assert_same_bits(f.gx, o.gx, "x's gradient", where);
+    assert_same_bits(f.gscale, o.gscale, "scale's gradient", where);
+    assert_same_bits(f.gshift, o.gshift, "shift's gradient", where);
+}
+
+START_TEST(test_fused_same_bits) {
+    static const struct { int nd; int64_t shape[3]; } shapes[] = {
+        {3, {2, 5, 16}}, {3, {3, 7, 13}}, {2, {4, 1}}, {1, {16}}, {3, {4, 64, 768}}, {3, {5, 67, 771}}};
+    const double mags[] = {1.0, 20.0}; /* 20: tanh saturated (|m| past 9) */
+    bool was_exact = ac_get_exact();
+    int was_threads = torch_get_num_threads();
+    atomic_store(&ac_pool_test_free_cores, 8); /* 2 threads, however busy the machine */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int m = 0; m < 2; m++)
+            for (int ln = 0; ln < 2; ln++)
+                for (int exact = 0; exact < 2; exact++) {
+                    int nd = shapes[s].nd;
+                    const int64_t *shape = shapes[s].shape;
+                    int64_t D = shape[nd - 1];
+                    ac_set_exact(exact);
+                    ac_mark mark = ac_arena_mark();
+                    if (ln) {
+                        fz_ln = nn_GPTLayerNorm_new(D); /* scale and shift not 1 and 0: their gradients count */
+                        float *sc = ac_data_float(fz_ln->scale), *sh = ac_data_float(fz_ln->shift);
+                        for (int64_t j = 0; j < D; j++)
+                            sc[j] = 0.5f + (float)j / (float)D, sh[j] = (float)(j % 5) * 0.25f - 0.5f;
+                    }
+                    Tensor *w = fz_input(7 + s, 1.0, false, nd, shape); /* the loss's weights: not a plain sum */
+                    /* kinds 0-3 as fz_run says; LayerNorm also 4: x frozen, scale and shift not, and
+                     * 5: scale and shift frozen (LoRA's), x not (both on kind 1's graph) */
+                    for (int kind = 0; kind < (ln ? 6 : 4); kind++) {
+                        Tensor *x0 = fz_input(100 * s + 10 * m + kind, mags[m], kind != 4, nd, shape);
+                        if (ln) {
+                            torch_requires_grad_(fz_ln->scale, kind != 5);
+                            torch_requires_grad_(fz_ln->shift, kind != 5);
+                        }
+                        int k = kind > 3 ? 1 : kind;
+                        FzRun at1 = {0};
+                        for (int threads = 1; threads <= 2; threads++) {
+                            torch_set_num_threads(threads);
+                            char where[160];
+                            snprintf(where, sizeof where, "%s on %s, |x| < %g, %s math, %d thread%s, kind %d",
+                                     ln ? "LayerNorm" : "GELU", ac_shape_str(x0), mags[m], exact ? "exact" : "fast",
+                                     threads, threads > 1 ? "s" : "", kind);
+                            FzRun f = fz_run(true, ln, k, x0, w), o = fz_run(false, ln, k, x0, w);
+                            fz_compare(f, o, where);
+                            if (threads == 1) at1 = f;
+                            else fz_compare(f, at1, where); /* and the same at 2 threads as at 1 */
+                        }
+                    }
+                    if (ln) nn_free(&fz_ln->module);
+                    ac_arena_release(mark);
+                }
+    atomic_store(&ac_pool_test_free_cores, -1);
+    torch_set_num_threads(was_threads);
+    ac_set_exact(was_exact);
+}
+END_TEST
+
+/* No gradient wanted (no_grad, or every input frozen): no node, nothing kept, the same bits. */
+START_TEST(test_fused_no_grad) {
+    nn_GPTLayerNorm *ln = nn_GPTLayerNorm_new(12);
+    Tensor *x = fz_input(3, 2.0, true, SHAPE(3, 12));
+    for (int frozen = 0; frozen < 2; frozen++) {
+        bool prev = frozen ? torch_set_grad_enabled(true) : torch_no_grad_enter();
+        Tensor *in = frozen ? torch_detach(x) : x;
+        torch_requires_grad_(ln->scale, !frozen);
+        torch_requires_grad_(ln->shift, !frozen);
+        Tensor *y[2][2];
+        for (int fused = 0; fused < 2; fused++) {
+            nn_gpt_fused = fused;
+            y[fused][0] = nn_GPTLayerNorm_forward(ln, in);
+            y[fused][1] = nn_GPTGELU_forward(NULL, in);
+        }
+        nn_gpt_fused = true;
+        for (int i = 0; i < 2; i++) {
+            ck_assert_msg(!y[1][i]->requires_grad && y[1][i]->grad_fn == NULL, "%s: a node with nothing to differentiate",
+                          i ? "GELU" : "LayerNorm");
+            assert_same_bits(y[1][i], y[0][i], "the output", frozen ? "frozen" : "no_grad");
+        }
+        if (frozen) torch_set_grad_enabled(prev);
+        else torch_no_grad_exit(prev);
+    }
+    /* what the fused ops do not take, the modules run op by op */
+    ck_assert(!ac_book_gelu_fits(torch_zeros_dtype(SHAPE(2), AC_FLOAT64)));
+    ck_assert(!ac_book_layer_norm_fits(x, x, ln->shift) && !ac_book_layer_norm_fits(torch_ones(SHAPE(3, 4)), ln->scale, ln->shift));
+    EXPECT_ERROR("book_layer_norm: expected an input [*, n] (n >= 1) and a scale and a shift of [n], three tensors, but got "
+                 "[3, 4], [12] and [12]", ac_book_layer_norm(torch_ones(SHAPE(3, 4)), ln->scale, ln->shift, 1e-5));
+    nn_free(&ln->module);
+}
+END_TEST
+
+/* The fused backwards against finite differences (float32, test_grad.c's stencil and tolerance:
+ * L = sum(w * f) in double, h = 2^-6 on inputs that are multiples of 2^-10, an error within
+ * 3 eps_L / h + 1e-4 |analytic| with eps_L = 2^-20 sum |w f|), for x, scale and shift. */
+static double fz_loss(nn_GPTLayerNorm *ln, Tensor *x, const float *w, double *abs_sum) {
+    bool prev = torch_no_grad_enter();
+    Tensor *y = ln ? nn_GPTLayerNorm_forward(ln, x) : nn_GPTGELU_forward(NULL, x);
+    torch_no_grad_exit(prev);
+    const float *o = ac_data_float(y);
+    double s = 0, a = 0;
+    for (int64_t i = 0, n = torch_numel(y); i < n; i++) s += (double)w[i] * o[i], a += fabs((double)w[i] * o[i]);
+    if (abs_sum) *abs_sum = a;
+    return s;
+}
+
+static void fz_gradcheck(nn_GPTLayerNorm *ln, Tensor *x) {
+    const double h = 1.0 / 64.0;
+    Tensor *params[3] = {x, ln ? ln->scale : NULL, ln ? ln->shift : NULL};
+    for (int p = 0; p < 3 && params[p]; p++) params[p]->grad = NULL;
+    Tensor *y = ln ? nn_GPTLayerNorm_forward(ln, x) : nn_GPTGELU_forward(NULL, x);
+    ck_assert_str_eq(torch_grad_fn_name(y), ln ? "BookLayerNormBackward0" : "BookGeluBackward0");
+    Tensor *w = fz_input(99, 1.0, false, y->ndim, y->shape);
+    torch_backward(y, w);
+    const float *wd = ac_data_float(w);
+    double abs_sum;
+    fz_loss(ln, x, wd, &abs_sum);
+    double noise = 3.0 * ldexp(abs_sum, -20) / h;
+    for (int p = 0; p < 3 && params[p]; p++) {
+        float *v = ac_data_float(params[p]);
+        const float *g = ac_data_float(params[p]->grad);
+        for (int64_t j = 0; j < torch_numel(params[p]); j++) {
+            float v0 = v[j];
+            double l[4];
+            const double steps[4] = {h, -h, 2 * h, -2 * h};
+            for (int k = 0; k < 4; k++) {
+                v[j] = (float)(v0 + steps[k]);
+                l[k] = fz_loss(ln, x, wd, NULL);
+            }
+            v[j] = v0;
+            double num = (8.0 * (l[0] - l[1]) - (l[2] - l[3])) / (12.0 * h);
+            ck_assert_msg(fabs(num - g[j]) <= noise + 1e-4 * fabs(g[j]), "%s: input %d element %lld: numeric %.8g, "
+                          "analytic %.8g", ln ? "LayerNorm" : "GELU", p, (long long)j, num, (double)g[j]);
+        }
+    }
+}
+
+/* multiples of 2^-10 in [-mag, mag) */
+static Tensor *fz_grid(uint64_t seed, double mag, int nd, const int64_t *shape) {
+    Tensor *t = fz_input(seed, mag, false, nd, shape);
+    float *p = ac_data_float(t);
+    for (int64_t i = 0; i < torch_numel(t); i++) p[i] = (float)(round(p[i] * 1024.0) / 1024.0);
+    return torch_requires_grad_(t, true);
+}
+
+START_TEST(test_fused_gradcheck) {
+    nn_GPTLayerNorm *ln = nn_GPTLayerNorm_new(7);
+    float *sc = ac_data_float(ln->scale), *sh = ac_data_float(ln->shift);
+    for (int j = 0; j < 7; j++) sc[j] = 0.75f + 0.125f * (float)j, sh[j] = 0.25f * (float)(j % 3) - 0.25f;
+    fz_gradcheck(ln, fz_grid(1, 1.0, SHAPE(2, 3, 7)));
+    fz_gradcheck(ln, fz_grid(2, 1.0, SHAPE(7)));
+    fz_gradcheck(NULL, fz_grid(3, 3.0, SHAPE(4, 5)));
+    fz_gradcheck(NULL, fz_grid(4, 6.0, SHAPE(3, 9))); /* into tanh's flat tails */
+    nn_free(&ln->module);
 }
 END_TEST
 
@@ -703,5 +925,11 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_gpt_interrupt_and_resume);
     tcase_add_test(tc, test_gpt2_weights);
     suite_add_tcase(s, tc);
+    TCase *fz = tcase("gpt_fused"); /* the book's LayerNorm and GELU fused, against their lines op by op */
+    tcase_set_timeout(fz, 600);
+    tcase_add_test(fz, test_fused_same_bits);
+    tcase_add_test(fz, test_fused_no_grad);
+    tcase_add_test(fz, test_fused_gradcheck);
+    suite_add_tcase(s, fz);
     return s;
 }

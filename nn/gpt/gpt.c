@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "gpt.h"
 
 static const char *dtype_str(const Tensor *t) {
@@ -68,6 +69,10 @@ bool nn_GPTConfig_check(nn_GPTConfig c, char *err, size_t errlen) {
 
 /* ---- LayerNorm, GELU, FeedForward -------------------------------------------------------------- */
 
+/* LayerNorm's and GELU's lines run as one op each (tensor/ops/fused.c: each element and gradient
+ * the same bits as the lines one by one, fewer tensors kept); false: the lines one by one. */
+bool nn_gpt_fused = true;
+
 static Tensor *ln_fwd(nn_Module *m, Tensor *x) { return nn_GPTLayerNorm_forward((nn_GPTLayerNorm *)m, x); }
 
 nn_GPTLayerNorm *nn_GPTLayerNorm_new(int64_t emb_dim) {                          // def __init__(self, emb_dim):
@@ -79,6 +84,8 @@ nn_GPTLayerNorm *nn_GPTLayerNorm_new(int64_t emb_dim) {                         
 }
 
 Tensor *nn_GPTLayerNorm_forward(nn_GPTLayerNorm *self, Tensor *x) {              // def forward(self, x):
+    if (nn_gpt_fused && ac_book_layer_norm_fits(x, self->scale, self->shift))     // (C: the four lines below as one op,
+        return ac_book_layer_norm(x, self->scale, self->shift, self->eps);        // the same bits: tensor/ops/fused.c)
     Tensor *mean = torch_mean_dim(x, 1, (int64_t[]){-1}, true);                   //     mean = x.mean(dim=-1, keepdim=True)
     Tensor *var = torch_var_dim(x, 1, (int64_t[]){-1}, false, true);              //     var = x.var(dim=-1, keepdim=True, unbiased=False)
     Tensor *norm_x = torch_div(torch_sub(x, mean), torch_sqrt(torch_add_scalar(var, self->eps))); //     norm_x = (x - mean) / torch.sqrt(var + self.eps)
@@ -90,6 +97,7 @@ static Tensor *gelu_fwd(nn_Module *m, Tensor *x) { return nn_GPTGELU_forward((nn
 nn_GPTGELU *nn_GPTGELU_new(void) { return nn_module_new(sizeof(nn_GPTGELU), "GELU", gelu_fwd); }
 
 Tensor *nn_GPTGELU_forward(nn_GPTGELU *self, Tensor *x) {                        // def forward(self, x):
+    if (nn_gpt_fused && ac_book_gelu_fits(x)) return ac_book_gelu(x);             // (C: the lines below as one op, the same bits)
     (void)self;                                                                   //     return 0.5 * x * (1 + torch.tanh(
     Tensor *c = torch_sqrt(torch_scalar_tensor(2.0 / M_PI));                      //         torch.sqrt(torch.tensor(2.0 / torch.pi)) *
     Tensor *cube = torch_mul_scalar_(torch_pow(x, 3), 0.044715);                  //         (x + 0.044715 * torch.pow(x, 3))))

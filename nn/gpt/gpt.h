@@ -42,6 +42,11 @@ typedef struct {
 bool nn_GPTConfig_check(nn_GPTConfig cfg, char *err, size_t errlen);
 int64_t nn_GPTConfig_num_parameters(nn_GPTConfig cfg);
 
+/* LayerNorm's and GELU's forward run the book's lines as one op each (ac_book_layer_norm,
+ * ac_book_gelu in extend.h), whose results and gradients are the same bits as the lines op by op;
+ * false (tests): op by op. true by default. */
+extern bool nn_gpt_fused;
+
 /* class LayerNorm(nn.Module): scale * ((x - mean) / sqrt(var + eps)) + shift, op by op, eps 1e-5
  * (var biased), parameters "scale" (ones) and "shift" (zeros) */
 typedef struct { nn_Module module; double eps; Tensor *scale, *shift; } nn_GPTLayerNorm;

@@ -1,0 +1,377 @@
+/* The book's GELU and LayerNorm (nn/gpt/gpt.c) as one op each, forward and backward.
+ *
+ * The book writes both op by op, and PyTorch runs them so: its graph has no node for
+ * either (the GELU ends in MulBackward0, the LayerNorm in AddBackward0), and each op
+ * makes a tensor autograd keeps. Here each is one pass over its elements (the
+ * LayerNorm: over its rows) that computes every element with the same float
+ * operations in the same order as the ops one by one, so that the results, and
+ * chapter 5's printed lines, do not move by a bit:
+ *   - forward: each op's expression in its own rounding (the build has
+ *     -ffp-contract=off, and every intermediate is a float, as the ops' tensors
+ *     are), the same per-element tanh (libm's tanhf in exact math, kernels/
+ *     fast_tanh.c in fast math, over the same runs of elements), the same sums
+ *     for the mean (ac_cascade_sum) and the variance (in double, as ops/reduce.c);
+ *   - backward: each op's own backward formula, in the order the engine runs the
+ *     op-by-op nodes, and x's gradient terms added in the order those nodes would
+ *     have sent them (send_terms below), after what x's gradient held before.
+ * The grad_fn names are this library's own (BookGeluBackward0,
+ * BookLayerNormBackward0): PyTorch has no such nodes. */
+#include <math.h>
+#include <string.h>
+
+#include "internal.h"
+
+/* ---- x's gradient, term by term ---------------------------------------------------------------
+ * Op by op, x gets its gradient from several nodes (the GELU's from three, the LayerNorm's from
+ * three), and the engine adds each to what x's gradient holds so far as it arrives: the first
+ * taken as it is, then (sum + t). A fused backward gives the same bits only if it adds its terms
+ * t1, t2, t3 in that order to the same sum. What x holds when the fused node runs decides how:
+ *   ADD_ALL  x's sum so far is a buffer nothing else reads (ac_accum_target): ((s + t1) + t2) + t3
+ *            in it, one pass;
+ *   FIRST    x has no gradient yet: (t1 + t2) + t3, one pass, handed on;
+ *   else     (a sum another node also reads, a leaf, autograd.grad's capture): t1 handed on alone,
+ *            which leaves x a sum of its own to add (t2, t3) to in one more pass (ADD_23), or,
+ *            where it does not (a leaf's .grad), t2 and t3 handed on one after the other.
+ * Float addition is commutative, so s + t and t + s (whichever the engine writes) are the same. */
+typedef enum { ADD_ALL, FIRST, ONLY1, ADD_23, ONLY2, ONLY3 } Terms;
+
+/* The term loops of one op: dst (contiguous, x's size) written in `mode`. */
+typedef void (*terms_pass)(void *ctx, Terms mode, float *dst);
+
+/* Does x have a gradient node that no gradient has reached yet in this backward? */
+static bool no_gradient_yet(const Node *n, int k) { return n->needs[k] && n->next[k] && !n->next[k]->bgrad; }
+
+static void send_terms(Node *n, int k, Tensor *x, Tensor *g, terms_pass pass, void *ctx, const float *reads[],
+                       int n_reads) {
+    int64_t len = torch_numel(x);
+    Tensor *sum = ac_accum_target(x);
+    for (int i = 0; sum && i < n_reads; i++)
+        if (ac_overlap(sum->data, len, reads[i], len)) sum = NULL; /* never: the sum is x's alone */
+    if (sum) {
+        pass(ctx, ADD_ALL, sum->data);
+        return;
+    }
+    if (no_gradient_yet(n, k)) { /* the incoming gradient's buffer when it is n's to overwrite */
+        Tensor *d = ac_grad_out(n, g);
+        pass(ctx, FIRST, d->data);
+        ac_accum_new(x, d);
+        return;
+    }
+    Tensor *d = ac_new_like(x);
+    pass(ctx, ONLY1, d->data);
+    ac_accum_new(x, d);
+    if ((sum = ac_accum_target(x))) {
+        pass(ctx, ADD_23, sum->data);
+        return;
+    }
+    d = ac_new_like(x);
+    pass(ctx, ONLY2, d->data);
+    ac_accum_new(x, d);
+    d = ac_new_like(x);
+    pass(ctx, ONLY3, d->data);
+    ac_accum_new(x, d);
+}
+
+/* One loop per mode over [j0, j1), the terms T1, T2, T3 of element j (statements TERMS set them). */
+#define TERM_LOOPS(TERMS)                                                                          \
+    switch (mode) {                                                                                \
+    case ADD_ALL: for (int64_t j = j0; j < j1; j++) { TERMS; float s1 = dst[j] + T1, s2 = s1 + T2; dst[j] = s2 + T3; } break; \
+    case FIRST: for (int64_t j = j0; j < j1; j++) { TERMS; float s1 = T1 + T2; dst[j] = s1 + T3; } break;           \
+    case ONLY1: for (int64_t j = j0; j < j1; j++) { TERMS; (void)T2, (void)T3; dst[j] = T1; } break;              \
+    case ADD_23: for (int64_t j = j0; j < j1; j++) { TERMS; (void)T1; float s2 = dst[j] + T2; dst[j] = s2 + T3; } break; \
+    case ONLY2: for (int64_t j = j0; j < j1; j++) { TERMS; (void)T1, (void)T3; dst[j] = T2; } break;              \
+    case ONLY3: for (int64_t j = j0; j < j1; j++) { TERMS; (void)T1, (void)T2; dst[j] = T3; } break;              \
+    }
+
+/* ---- GELU ---------------------------------------------------------------------------------------
+ * The book's (chapter 4), in nn_GPTGELU_forward:
+ *     return 0.5 * x * (1 + torch.tanh(torch.sqrt(torch.tensor(2.0 / torch.pi)) * (x + 0.044715 * torch.pow(x, 3))))
+ * op by op: p = pow(x, 3) (x*x*x), cube = p * 0.044715, inner = x + cube, m = c * inner with
+ * c = sqrt(float(2/pi)), t = tanh(m), a = t + 1, h = x * 0.5, out = h * a. Its backward, node by
+ * node in the engine's order (MulBackward0 of h * a, AddBackward0, TanhBackward0, MulBackward0 of
+ * c * inner, AddBackward0 of x + cube, MulBackward0 of * 0.044715, PowBackward0, MulBackward0 of
+ * 0.5 * x):
+ *     g_h = g * a,  g_a = g * h,  g_m = g_a * (1 - t * t),  g_inner = g_m * c,
+ *     x gets  t1 = g_inner,  t2 = (g_inner * 0.044715) * (3 * (x * x)),  t3 = g_h * 0.5  in this order.
+ * The node keeps x and t (PyTorch's ops keep x, t, h and a). */
+
+#define GELU_BLOCK 512 /* elements a task takes at a time through the tanh (a multiple of 8: see below) */
+
+typedef struct { float c, k; } GeluConst;
+
+static GeluConst gelu_const(void) {
+    /* torch.sqrt(torch.tensor(2.0 / torch.pi)): a float32 tensor, then sqrtf; 0.044715 as a Python
+     * number times a float tensor: rounded to float first */
+    return (GeluConst){sqrtf((float)(2.0 / M_PI)), (float)0.044715};
+}
+
+typedef struct { const float *x; float *out, *t; GeluConst k; bool exact; } GeluFwd;
+
+/* Elements [i0, i1): each op's expression in its own rounding. The tanh goes over the run in
+ * blocks of GELU_BLOCK from i0, so that ac_tanh_fast takes the same groups of 8 (and leaves the
+ * same tail to tanhf) as the op-by-op tanh does over this run; the runs are the same, since
+ * ac_parallel_for cuts numel(x) elements with AC_GRAIN as the tanh op does. */
+static void gelu_forward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
+    const GeluFwd *f = ctx;
+    const float c = f->k.c, k = f->k.k;
+    float m[GELU_BLOCK], tbuf[GELU_BLOCK];
+    for (int64_t b = i0; b < i1; b += GELU_BLOCK) {
+        int64_t len = i1 - b < GELU_BLOCK ? i1 - b : GELU_BLOCK;
+        const float *x = f->x + b;
+        float *t = f->t ? f->t + b : tbuf, *out = f->out + b;
+        for (int64_t j = 0; j < len; j++) {
+            float x2 = x[j] * x[j], p = x2 * x[j]; /* torch.pow(x, 3) */
+            float cube = p * k;                    /* 0.044715 * ... */
+            float inner = x[j] + cube;             /* x + ... */
+            m[j] = c * inner;                      /* torch.sqrt(...) * (...) */
+        }
+        if (f->exact || !ac_tanh_fast(m, t, len)) /* torch.tanh(...) */
+            for (int64_t j = 0; j < len; j++) t[j] = tanhf(m[j]);
+        for (int64_t j = 0; j < len; j++) {
+            float h = x[j] * 0.5f, a = t[j] + 1.0f; /* 0.5 * x, 1 + torch.tanh(...) */
+            out[j] = h * a;
+        }
+    }
+}
+
+typedef struct { const float *g, *x, *t; GeluConst k; int64_t n; Terms mode; float *dst; } GeluBwd;
+
+static void gelu_backward_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
+    const GeluBwd *b = ctx;
+    const float *g = b->g, *x = b->x, *t = b->t, c = b->k.c, k = b->k.k;
+    float *dst = b->dst, T1, T2, T3;
+    Terms mode = b->mode;
+#define GELU_TERMS                                                                             \
+    float a = t[j] + 1.0f, h = x[j] * 0.5f;    /* the saved 1 + tanh and 0.5 * x, recomputed */ \
+    float g_h = g[j] * a, g_a = g[j] * h;      /* MulBackward0 of h * a */                     \
+    float tt = t[j] * t[j], dt = 1.0f - tt;    /* TanhBackward0: g * (1 - t * t) */            \
+    float g_m = g_a * dt, g_inner = g_m * c;   /* MulBackward0 of c * inner */                 \
+    float g_p = g_inner * k;                   /* MulBackward0 of 0.044715 * pow */            \
+    float x2 = x[j] * x[j], d3 = 3.0f * x2;    /* PowBackward0: g * (3 * x^2) */               \
+    T1 = g_inner;                              /* AddBackward0 of x + cube, to x first */      \
+    T2 = g_p * d3;                             /* then PowBackward0's */                       \
+    T3 = g_h * 0.5f                            /* then MulBackward0's of 0.5 * x */
+    TERM_LOOPS(GELU_TERMS)
+#undef GELU_TERMS
+}
+
+static void gelu_pass(void *ctx, Terms mode, float *dst) {
+    GeluBwd *b = ctx;
+    b->mode = mode, b->dst = dst;
+    ac_parallel_for(b->n, AC_GRAIN, gelu_backward_task, b);
+}
+
+typedef struct { ac_saved x; Tensor *t; } GeluSaved;
+
+static void gelu_backward(Node *n, Tensor *gt) {
+    const GeluSaved *sv = n->ctx;
+    Tensor *x = n->inputs[0];
+    GeluBwd b = {ac_cdata(gt), ac_cdata(ac_unpack(n, sv->x)), sv->t->data, gelu_const(), torch_numel(x), FIRST, NULL};
+    send_terms(n, 0, x, gt, gelu_pass, &b, (const float *[]){b.g, b.x, b.t}, 3);
+}
+
+bool ac_book_gelu_fits(const Tensor *x) {
+    ac_check_defined(x, "book_gelu");
+    return x->dtype == AC_FLOAT32;
+}
+
+Tensor *ac_book_gelu(Tensor *x) {
+    ac_check_float(x, "book_gelu");
+    bool grad = torch_is_grad_enabled() && x->requires_grad; /* as AC_NODE decides: else no node, nothing kept */
+    Tensor *out = ac_new_like(x), *t = grad ? ac_new_like(x) : NULL;
+    GeluFwd f = {ac_cdata(x), out->data, t ? t->data : NULL, gelu_const(), ac_get_exact()};
+    ac_parallel_for(torch_numel(x), AC_GRAIN, gelu_forward_task, &f);
+    /* PyTorch has no such node: the book's GELU is its ops one by one there */
+    Node *n = AC_NODE("BookGeluBackward0", gelu_backward, out, x);
+    if (n) {
+        GeluSaved *sv = AC_CTX(n, GeluSaved);
+        sv->x = ac_save(n, x);
+        sv->t = t;
+    }
+    return out;
+}
+
+/* ---- LayerNorm ------------------------------------------------------------------------------------
+ * The book's (chapter 4), in nn_GPTLayerNorm_forward:
+ *     mean = x.mean(dim=-1, keepdim=True)
+ *     var = x.var(dim=-1, keepdim=True, unbiased=False)
+ *     norm_x = (x - mean) / torch.sqrt(var + self.eps)
+ *     return self.scale * norm_x + self.shift
+ * A row's forward: the mean as the mean op sums (ac_cascade_sum, then / n in float), the variance
+ * as the var op does (in double: the mean, the squared deviations, / n, rounded once), s =
+ * sqrtf(var + eps), then y = scale * ((x - mean) / s) + shift. The node keeps x, scale and three
+ * floats a row: the mean, the var op's own mean (float of its double one, which its backward reads)
+ * and s. Its backward, node by node in the engine's order (AddBackward0, MulBackward0, DivBackward0,
+ * SqrtBackward0, AddBackward0, VarBackward0, SubBackward0, MeanBackward1), with g_n = g * scale:
+ *     shift gets  sum over rows of g,  scale gets  sum over rows of g * norm_x  (rows in order, from 0);
+ *     a row's  g_s = sum of ((-g_n) * (x - mean)) / (s * s),  g_var = g_s / (2 * s),
+ *              g_mean = sum of -(g_n / s)  (each in order from 0);
+ *     x gets  t1 = (g_var * float(2 / n)) * (x - var's mean),  t2 = g_n / s,  t3 = g_mean / n  in this order. */
+
+typedef struct { const float *x, *w, *b; float *y, *st; int64_t D; float eps; } LnFwd;
+
+static void ln_forward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const LnFwd *f = ctx;
+    const int64_t D = f->D;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = f->x + r * D;
+        float *y = f->y + r * D;
+        float mean = ac_cascade_sum(x, D, 1) / (float)D; /* x.mean(dim=-1, keepdim=True) */
+        double sum = 0, m2 = 0;                          /* x.var(dim=-1, keepdim=True, unbiased=False) */
+        for (int64_t j = 0; j < D; j++) sum += x[j];
+        sum /= (double)D;
+        for (int64_t j = 0; j < D; j++) {
+            double dev = x[j] - sum;
+            m2 += dev * dev;
+        }
+        float var = (float)(m2 / (double)D);
+        float ve = var + f->eps, s = sqrtf(ve); /* torch.sqrt(var + self.eps) */
+        for (int64_t j = 0; j < D; j++) {
+            float d = x[j] - mean, norm_x = d / s; /* (x - mean) / ... */
+            float sc = f->w[j] * norm_x;           /* self.scale * norm_x + self.shift */
+            y[j] = sc + f->b[j];
+        }
+        if (f->st) f->st[3 * r] = mean, f->st[3 * r + 1] = (float)sum, f->st[3 * r + 2] = s;
+    }
+}
+
+/* scale's and shift's gradients, columns [j0, j1): each a sum over the rows in order, as ac_sum_to
+ * sums a broadcast gradient (from 0; not summed at all for a 1-d x: then -0.0 + v, which is v) */
+typedef struct { const float *G, *X, *st; float *gw, *gb; int64_t rows, D; } LnParams;
+
+static void ln_params_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
+    const LnParams *p = ctx;
+    float *gw = p->gw, *gb = p->gb;
+    for (int64_t r = 0; r < p->rows; r++) {
+        const float *g = p->G + r * p->D, *x = p->X + r * p->D;
+        const float mean = p->st[3 * r], s = p->st[3 * r + 2];
+        if (gb)
+            for (int64_t j = j0; j < j1; j++) gb[j] = gb[j] + g[j]; /* AddBackward0 */
+        if (gw)
+            for (int64_t j = j0; j < j1; j++) { /* MulBackward0: g * norm_x */
+                float d = x[j] - mean, norm_x = d / s, gn = g[j] * norm_x;
+                gw[j] = gw[j] + gn;
+            }
+    }
+}
+
+typedef struct {
+    const float *G, *X, *W, *st;
+    float *rs;  /* a row's g_var * float(2 / n) and g_mean / n, made by the first pass */
+    bool have;  /* rs is made */
+    int64_t rows, D;
+    float c2, fD;
+    Terms mode;
+    float *dst;
+} LnBwd;
+
+static void ln_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const LnBwd *b = ctx;
+    const int64_t D = b->D;
+    const float *W = b->W;
+    Terms mode = b->mode;
+    float T1, T2, T3;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = b->G + r * D, *x = b->X + r * D;
+        float *dst = b->dst + r * D;
+        const float mean = b->st[3 * r], vmean = b->st[3 * r + 1], s = b->st[3 * r + 2];
+        float cv, gm;
+        if (!b->have) {
+            /* DivBackward0's gradient for the root and SubBackward0's for the mean: ac_sum_to's sums
+             * over the row, from 0 (a row of one is not summed: -0.0 + v is v) */
+            float ss = s * s, g_s = D == 1 ? -0.0f : 0.0f, g_mean = g_s;
+            for (int64_t j = 0; j < D; j++) {
+                float g_n = g[j] * W[j];                  /* MulBackward0: g * scale */
+                float d = x[j] - mean, ng = -g_n, num = ng * d, q = num / ss; /* DivBackward0: -g a / (b b) */
+                g_s = g_s + q;
+                float g_d = g_n / s, ngd = -g_d;          /* DivBackward0: g / b; SubBackward0: -g */
+                g_mean = g_mean + ngd;
+            }
+            float s2 = 2.0f * s, g_var = g_s / s2; /* SqrtBackward0: g / (2 sqrt); AddBackward0 passes it on */
+            cv = g_var * b->c2;                    /* VarBackward0: g * float(2 / n) * (x - mean) */
+            gm = g_mean / b->fD;                   /* MeanBackward1: g / n */
+            b->rs[2 * r] = cv, b->rs[2 * r + 1] = gm;
+        } else {
+            cv = b->rs[2 * r], gm = b->rs[2 * r + 1];
+        }
+        const int64_t j0 = 0, j1 = D;
+#define LN_TERMS                                                              \
+    float dev = x[j] - vmean;          /* VarBackward0 (its own mean) */        \
+    T1 = cv * dev;                                                              \
+    float g_n = g[j] * W[j];           /* SubBackward0 passes g / s on */       \
+    T2 = g_n / s;                                                               \
+    T3 = gm                            /* MeanBackward1 */
+        TERM_LOOPS(LN_TERMS)
+#undef LN_TERMS
+    }
+}
+
+static void ln_pass(void *ctx, Terms mode, float *dst) {
+    LnBwd *b = ctx;
+    b->mode = mode, b->dst = dst;
+    ac_parallel_for(b->rows, AC_GRAIN / (b->D + 1) + 1, ln_backward_task, b);
+    b->have = true;
+}
+
+typedef struct { ac_saved x, w; Tensor *stats; } LnSaved;
+
+static void ln_backward(Node *n, Tensor *gt) {
+    const LnSaved *sv = n->ctx;
+    Tensor *x = n->inputs[0], *w = n->inputs[1], *sh = n->inputs[2];
+    int64_t D = x->shape[x->ndim - 1], rows = ac_rows(x);
+    const float *G = ac_cdata(gt), *X = ac_cdata(ac_unpack(n, sv->x)), *st = sv->stats->data;
+    bool need_w = ac_needs_grad(w), need_b = ac_needs_grad(sh);
+    if (need_w || need_b) { /* AddBackward0 sends shift's, then MulBackward0 scale's */
+        float zero = x->ndim == 1 ? -0.0f : 0.0f;
+        Tensor *gw = need_w ? ac_new(AC_FLOAT32, 1, &D) : NULL, *gb = need_b ? ac_new(AC_FLOAT32, 1, &D) : NULL;
+        for (int64_t j = 0; j < D; j++) {
+            if (gw) ((float *)gw->data)[j] = zero;
+            if (gb) ((float *)gb->data)[j] = zero;
+        }
+        LnParams p = {G, X, st, gw ? gw->data : NULL, gb ? gb->data : NULL, rows, D};
+        ac_parallel_for(D, AC_GRAIN / (rows + 1) + 16, ln_params_task, &p);
+        if (gb) ac_accum_new(sh, gb);
+        if (gw) ac_accum_new(w, gw);
+    }
+    if (ac_needs_grad(x)) {
+        Tensor *rs = ac_new(AC_FLOAT32, 1, (int64_t[]){2 * rows});
+        LnBwd b = {G, X, ac_cdata(ac_unpack(n, sv->w)), st, rs->data, false, rows, D,
+                   (float)(2.0 / (double)D), (float)D, FIRST, NULL};
+        send_terms(n, 0, x, gt, ln_pass, &b, (const float *[]){G, X}, 2);
+    }
+}
+
+bool ac_book_layer_norm_fits(const Tensor *x, const Tensor *scale, const Tensor *shift) {
+    ac_check_defined(x, "book_layer_norm");
+    ac_check_defined(scale, "book_layer_norm");
+    ac_check_defined(shift, "book_layer_norm");
+    if (x->dtype != AC_FLOAT32 || scale->dtype != AC_FLOAT32 || shift->dtype != AC_FLOAT32) return false;
+    if (x->ndim < 1 || scale->ndim != 1 || shift->ndim != 1) return false;
+    int64_t D = x->shape[x->ndim - 1];
+    /* one tensor in two roles would have its gradients summed in another order */
+    return D >= 1 && scale->shape[0] == D && shift->shape[0] == D && x != scale && x != shift && scale != shift;
+}
+
+Tensor *ac_book_layer_norm(Tensor *x, Tensor *scale, Tensor *shift, double eps) {
+    const char *op = "book_layer_norm";
+    ac_check_float(x, op);
+    ac_check_float(scale, op);
+    ac_check_float(shift, op);
+    if (!ac_book_layer_norm_fits(x, scale, shift))
+        ac_error("%s: expected an input [*, n] (n >= 1) and a scale and a shift of [n], three tensors, but got %s, %s "
+                 "and %s", op, ac_shape_str(x), ac_shape_str(scale), ac_shape_str(shift));
+    int64_t D = x->shape[x->ndim - 1], rows = ac_rows(x);
+    bool grad = torch_is_grad_enabled() && (x->requires_grad || scale->requires_grad || shift->requires_grad);
+    Tensor *y = ac_new_like(x), *stats = grad ? ac_new(AC_FLOAT32, 1, (int64_t[]){3 * rows}) : NULL;
+    LnFwd f = {ac_cdata(x), ac_cdata(scale), ac_cdata(shift), y->data, stats ? stats->data : NULL, D, (float)eps};
+    ac_parallel_for(rows, AC_GRAIN / (D + 1) + 1, ln_forward_task, &f);
+    /* PyTorch has no such node: the book's LayerNorm is its ops one by one there */
+    Node *n = AC_NODE("BookLayerNormBackward0", ln_backward, y, x, scale, shift);
+    if (n) {
+        LnSaved *sv = AC_CTX(n, LnSaved);
+        sv->x = ac_save(n, x);
+        if (x->requires_grad) sv->w = ac_save(n, scale); /* x's gradient reads scale */
+        sv->stats = stats;
+    }
+    return y;
+}
