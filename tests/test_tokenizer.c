@@ -425,6 +425,7 @@ START_TEST(test_hostile_vocabularies) {
     /* a 10 MB line: refused with its start shown, quickly */
     size_t big = 10 * 1024 * 1024;
     char *line = malloc(big + 32);
+    ck_assert(line != NULL);
     memcpy(line, "#version: 0.2\n", 14);
     memset(line + 14, 'a', big);
     strcpy(line + 14 + big, " b\n");
