@@ -513,8 +513,17 @@ START_TEST(test_grad_book_ops) {
     ((float *)book_ln->scale->data)[1] = 1.5f; /* scale and shift not 1 and 0: their gradients count */
     ((float *)book_ln->shift->data)[2] = -0.25f;
     Tensor *y = IN(7, 2, 3, 6);
-    CHECK(book_layernorm, y);
+    /* the fused ops (tensor/ops/fused.c) by default: x's gradient, and scale's and shift's too */
+    ck_assert_str_eq(torch_grad_fn_name(nn_GPTLayerNorm_forward(book_ln, y)), "BookLayerNormBackward0");
+    CHECK(book_layernorm, y, book_ln->scale, book_ln->shift);
+    CHECK(book_layernorm, IN(11, 6), book_ln->scale, book_ln->shift);
     CHECK(book_gelu, input(8, -3.0, 3.0, SHAPE(4, 5)));
+    CHECK(book_gelu, input(12, -6.0, 6.0, SHAPE(3, 9))); /* into tanh's flat tails */
+    ck_assert_str_eq(torch_grad_fn_name(nn_GPTGELU_forward(NULL, y)), "BookGeluBackward0");
+    nn_gpt_fused = false; /* and the book's lines op by op */
+    CHECK(book_layernorm, y, book_ln->scale, book_ln->shift);
+    CHECK(book_gelu, input(8, -3.0, 3.0, SHAPE(4, 5)));
+    nn_gpt_fused = true;
     CHECK(where_0d, IN(9, 3, 4), IN(10, 3, 4));
     nn_free(&book_ln->module);
 }
