@@ -155,9 +155,11 @@ static void zero_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     memset((float *)ctx + i0, 0, sizeof(float) * (size_t)(i1 - i0));
 }
 
+void ac_zero_floats(float *p, int64_t n) { ac_parallel_for(n, 1 << 18, zero_task, p); /* 1 MB a piece */ }
+
 void torch_zero_grad_(Tensor *t) {
     if (t) ac_check_live(t, "zero_grad_");
-    if (t && t->grad) ac_parallel_for(torch_numel(t->grad), 1 << 18, zero_task, t->grad->data); /* 1 MB a piece */
+    if (t && t->grad) ac_zero_floats(t->grad->data, torch_numel(t->grad));
 }
 
 typedef struct { float *dst; const float *src, *a; } AddJob;

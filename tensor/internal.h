@@ -211,6 +211,7 @@ static inline bool ac_overlap(const float *a, int64_t na, const float *b, int64_
     return (uintptr_t)a < (uintptr_t)(b + nb) && (uintptr_t)b < (uintptr_t)(a + na);
 }
 void ac_add_into(float *dst, const float *src, int64_t n); /* dst += src, split among threads */
+void ac_zero_floats(float *p, int64_t n);                     /* p[0 .. n) = 0, split among threads */
 
 /* Broadcasting of two shapes (broadcast.c); returns false when they cannot broadcast. */
 bool ac_broadcast_shape(const Tensor *a, const Tensor *b, int *ndim, int64_t *shape);
