@@ -5,6 +5,9 @@
 #include <string.h>
 
 #include "internal.h"
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
 
 static _Thread_local uint64_t alloc_count, fail_at; /* per thread, like the arena */
 static _Thread_local bool env_read;
@@ -29,6 +32,20 @@ bool ac_alloc_refused(size_t bytes) {
         if (e && *e) fail_at = strtoull(e, NULL, 10);
     }
     return ++alloc_count == fail_at;
+}
+
+/* A block of cap bytes (a multiple of align) from aligned_alloc, for big long-lived data: the arena's
+ * blocks, gradient buffers, long-lived tensors. Aligned to AC_HUGE_PAGE, the whole 2 MiB pages of its
+ * first `used` bytes are asked to be huge pages (MADV_HUGEPAGE, a hint; failure is harmless): fewer
+ * TLB misses, and its first touch faults 512 times fewer pieces. Bytes past `used` are never
+ * touched, and a huge page there would be memory for nothing. An error if it cannot be had. */
+void *ac_block_alloc(size_t cap, size_t align, size_t used) {
+    void *p = ac_alloc_refused(cap) ? NULL : aligned_alloc(align, cap);
+    if (!p) ac_out_of_memory(cap, 1);
+#if defined(MADV_HUGEPAGE) && !defined(AC_ASAN)
+    if (align == AC_HUGE_PAGE && used >= AC_HUGE_PAGE) madvise(p, used & ~(AC_HUGE_PAGE - 1), MADV_HUGEPAGE);
+#endif
+    return p;
 }
 
 /* "18446744073709551616": n * 2^shift in decimal, even past 2^64. */

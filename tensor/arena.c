@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "internal.h"
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #define AC_ALIGN 64
 #define AC_FIRST_BLOCK ((size_t)1 << 20)
@@ -35,13 +32,8 @@ static size_t round_up(size_t n) {
 
 /* A new block, or an error that leaves the arena as it was. */
 static char *new_block_memory(size_t cap) {
-    size_t huge = (size_t)2 << 20;
-    bool big = cap >= 2 * huge && cap % huge == 0;
-    char *p = ac_alloc_refused(cap) ? NULL : aligned_alloc(big ? huge : AC_ALIGN, cap); /* C11; cap is a multiple of 64 */
-    if (!p) ac_out_of_memory(cap, 1);
-#if defined(MADV_HUGEPAGE) && !defined(AC_ASAN)
-    if (big) madvise(p, cap, MADV_HUGEPAGE); /* fewer TLB misses on passes over big tensors; a hint, failure is harmless */
-#endif
+    bool big = cap >= 2 * AC_HUGE_PAGE && cap % AC_HUGE_PAGE == 0;
+    char *p = ac_block_alloc(cap, big ? AC_HUGE_PAGE : AC_ALIGN, cap); /* cap is a multiple of 64 */
     POISON(p, cap);
     return p;
 }

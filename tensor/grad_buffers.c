@@ -17,12 +17,8 @@
 #include <string.h>
 
 #include "internal.h"
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 #define SMALL ((size_t)64 << 10)  /* below this the arena is cheaper than a lookup */
-#define HUGE_PAGE ((size_t)2 << 20)
 
 /* A buffer handed back is poisoned (POISON, internal.h) until it is handed out again. */
 
@@ -43,7 +39,7 @@ static _Thread_local size_t ncheck, check_cap;
 static _Thread_local size_t live_bytes, peak_bytes;
 
 static size_t size_class(size_t bytes) {
-    if (bytes >= 2 * HUGE_PAGE) return bytes <= SIZE_MAX - HUGE_PAGE ? (bytes + HUGE_PAGE - 1) & ~(HUGE_PAGE - 1) : 0;
+    if (bytes >= 2 * AC_HUGE_PAGE) return bytes <= SIZE_MAX - AC_HUGE_PAGE ? (bytes + AC_HUGE_PAGE - 1) & ~(AC_HUGE_PAGE - 1) : 0;
     return (bytes + 63) & ~(size_t)63;
 }
 
@@ -85,12 +81,7 @@ void *ac_gbuf_alloc(size_t bytes) {
             bufs = ac_realloc(bufs, ac_size_mul(nc, sizeof *bufs));
             bufs_cap = nc;
         }
-        bool huge = cap >= 2 * HUGE_PAGE;
-        char *mem = ac_alloc_refused(cap) ? NULL : aligned_alloc(huge ? HUGE_PAGE : 64, cap);
-        if (!mem) ac_out_of_memory(cap, 1);
-#if defined(MADV_HUGEPAGE) && !defined(AC_ASAN)
-        if (huge) madvise(mem, cap, MADV_HUGEPAGE); /* a hint, as the arena's */
-#endif
+        char *mem = ac_block_alloc(cap, cap >= 2 * AC_HUGE_PAGE ? AC_HUGE_PAGE : 64, cap);
         bufs[nbufs++] = (Buf){mem, cap, 0, false, 0};
     }
     Buf *b = &bufs[i];

@@ -152,6 +152,8 @@ void ac_contiguous_strides(int ndim, const int64_t *shape, int64_t *stride);
 int64_t ac_shape_numel(int ndim, const int64_t *shape); /* error on overflow */
 bool ac_alloc_should_fail(void);                        /* counts an allocation (fault injection) */
 bool ac_alloc_refused(size_t bytes);                    /* the same, and sizes past PTRDIFF_MAX */
+#define AC_HUGE_PAGE ((size_t)2 << 20)
+void *ac_block_alloc(size_t cap, size_t align, size_t used); /* aligned_alloc, huge pages at AC_HUGE_PAGE */
 void ac_out_of_memory(uint64_t n, size_t elem_size)     /* "not enough memory: you tried to allocate N bytes" */
 #if defined(__GNUC__)
     __attribute__((noreturn))

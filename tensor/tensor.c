@@ -5,9 +5,6 @@
 #include <string.h>
 
 #include "internal.h"
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
 
 size_t ac_dtype_size(ac_dtype d) {
     switch (d) {
@@ -455,19 +452,14 @@ static Tensor *persist_alloc(ac_dtype dtype, int ndim, const int64_t *shape, boo
     size_t head = (sizeof(TensorImpl) + 63) & ~(size_t)63;
     if (bytes > SIZE_MAX - head - 63) ac_out_of_memory(bytes, 1);
     size_t total = (head + bytes + 63) & ~(size_t)63;
-    /* A block of 2 MB or more starts on a 2 MB boundary, its size rounded up to one (C11's
+    /* A block of 2 MiB or more starts on a 2 MiB boundary, its size rounded up to one (C11's
      * aligned_alloc wants a multiple; the rounding is never touched, so it costs no memory), and its
-     * whole 2 MB pages are huge pages: a weight, its gradient and Adam's moments fault in 512 times
+     * whole 2 MiB pages are huge pages: a weight, its gradient and Adam's moments fault in 512 times
      * fewer pieces. GPT-124M's first step took 530,000 faults and 9 s where a fault costs 10 us (a
      * VM), against 1.6 s for the next ones. */
-    size_t huge = (size_t)2 << 20;
-    bool big = total >= huge && total <= SIZE_MAX - huge;
-    size_t cap = big ? (total + huge - 1) & ~(huge - 1) : total;
-    char *mem = ac_alloc_refused(cap) ? NULL : aligned_alloc(big ? huge : 64, cap);
-    if (!mem) ac_out_of_memory(cap, 1);
-#if defined(MADV_HUGEPAGE) && !defined(AC_ASAN)
-    if (big) madvise(mem, total & ~(huge - 1), MADV_HUGEPAGE); /* a hint, as the arena's: failure is harmless */
-#endif
+    bool big = total >= AC_HUGE_PAGE && total <= SIZE_MAX - AC_HUGE_PAGE;
+    size_t cap = big ? (total + AC_HUGE_PAGE - 1) & ~(AC_HUGE_PAGE - 1) : total;
+    char *mem = ac_block_alloc(cap, big ? AC_HUGE_PAGE : 64, total);
     memset(mem, 0, zero ? total : sizeof(TensorImpl));
     TensorImpl *ti = (TensorImpl *)mem;
     ti->version = &ti->own_version;
