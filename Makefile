@@ -257,24 +257,33 @@ tsan:
 # The library and programs built for i386 (SSE2 floats, as x86-64's, so the bits agree): sizes past
 # a 32-bit PTRDIFF_MAX refused (tests/platform/sizes.c), the article and the exact trainer
 # byte-identical to the 64-bit build's, the hostile flags. (The Check suite itself needs an i386
-# libcheck, which this does without.)
+# libcheck, which this does without.) A kernel built without IA32 emulation cannot execute i386
+# programs (the shell then reads them as scripts); there they run under qemu-user's qemu-i386,
+# with the host's i386 libraries (-L /).
 M32 := build/m32
-check-m32: $(B)/train $(B)/finetune
-	@printf '#include <errno.h>\n#include <math.h>\nint main(void){return 0;}\n' | $(CC) -m32 -x c - -o /dev/null 2>/dev/null || \
+$(M32)/probe:
+	@mkdir -p $(M32)
+	@printf '#include <errno.h>\n#include <math.h>\nint main(void){return 0;}\n' | $(CC) -m32 -x c - -o $@ 2>/dev/null || \
 	  { echo "check-m32 needs a 32-bit C library: apt-get install gcc-multilib"; exit 1; }
+# empty where this kernel runs i386 programs itself (expanded when check-m32's recipe runs, after the probe is built)
+M32_RUN = $(shell ./$(M32)/probe >/dev/null 2>&1 || echo qemu-i386 -L /)
+check-m32: $(B)/train $(B)/finetune $(M32)/probe
+	@[ -z "$(M32_RUN)" ] || command -v qemu-i386 >/dev/null || \
+	  { echo "check-m32: this kernel cannot execute i386 programs, and qemu-i386 is missing: apt-get install qemu-user"; exit 1; }
+	@[ -z "$(M32_RUN)" ] || echo "check-m32: this kernel cannot execute i386 programs; they run under $(M32_RUN)"
 	$(MAKE) --no-print-directory B=$(M32) CC="$(CC) -m32" OPT="-O2 -g -msse2 -mfpmath=sse" $(M32)/article $(M32)/train $(M32)/gpt $(M32)/finetune
 	$(CC) -m32 $(STD) $(WARN) $(INC) -O2 -msse2 -mfpmath=sse tests/platform/sizes.c $(M32)/libattention.a $(LDLIBS) -o $(M32)/sizes
-	./$(M32)/sizes
-	./$(M32)/article | cmp - ../shared/pytorch/article_expected.txt
-	./$(M32)/train --exact --steps 30 --data ../shared/data/the-verdict.txt > $(M32)/train32.txt
+	$(M32_RUN) ./$(M32)/sizes
+	$(M32_RUN) ./$(M32)/article | cmp - ../shared/pytorch/article_expected.txt
+	$(M32_RUN) ./$(M32)/train --exact --steps 30 --data ../shared/data/the-verdict.txt > $(M32)/train32.txt
 	./$(B)/train --exact --steps 30 --data ../shared/data/the-verdict.txt | cmp - $(M32)/train32.txt
-	./$(M32)/finetune classify --exact --epochs 1 --eval-freq 3 --lora 2 2>/dev/null > $(M32)/classify32.txt
+	$(M32_RUN) ./$(M32)/finetune classify --exact --epochs 1 --eval-freq 3 --lora 2 2>/dev/null > $(M32)/classify32.txt
 	./$(B)/finetune classify --exact --epochs 1 --eval-freq 3 --lora 2 2>/dev/null | cmp - $(M32)/classify32.txt
-	./$(M32)/finetune instruct --exact --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 --max-new-tokens 5 \
+	$(M32_RUN) ./$(M32)/finetune instruct --exact --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 --max-new-tokens 5 \
 	  2>/dev/null > $(M32)/instruct32.txt
 	./$(B)/finetune instruct --exact --subset 8 --batch 4 --allowed-max-length 24 --epochs 1 --max-new-tokens 5 \
 	  2>/dev/null | cmp - $(M32)/instruct32.txt
-	sh tests/platform/hostile_flags.sh $(M32)
+	RUN="$(M32_RUN)" sh tests/platform/hostile_flags.sh $(M32)
 	@echo "check-m32: sizes refused, article, exact trainer and finetune byte-identical to the 64-bit build, hostile flags held"
 
 # ---- coverage (gcov through gcovr) ----------------------------------------------------------------
