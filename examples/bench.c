@@ -21,6 +21,8 @@
  *               (12 independent chains of the widest FMAs, on each thread), its read bandwidth (sums of a
  *               512 MiB array), and the step's FLOPs at that peak plus AdamW's traffic at that bandwidth
  * Usage: bench [--threads N] [--exact] [WORKLOAD ...]   (default: the eleven of workloads.py)
+ * AC_CPU_CAPABILITY=avx2 (or default) in the environment times what a machine without AVX-512 (or
+ * without AVX2) runs, as ATEN_CPU_CAPABILITY=avx2 with OPENBLAS_CORETYPE=HASWELL does PyTorch's.
  * Peak RSS is getrusage's ru_maxrss, as workloads.py's, but per workload: PyTorch runs one workload per
  * process, so before each workload bench hands the arena back (ac_shutdown) and, on Linux, resets the
  * high-water mark (/proc/self/clear_refs "5") to the RSS it has then. Elsewhere it is process-wide (a
@@ -404,8 +406,9 @@ static void tokenize(void) {
 
 /* ---- the machine's floor ---------------------------------------------------------------------------- */
 
-/* 12 independent chains of FMAs, the widest this CPU has: enough in flight to cover an FMA's latency
- * on two ports, so the loop runs at the core's peak. Returns the FLOPs done (2 per lane per FMA). */
+/* 12 independent chains of FMAs as wide as the kernel's (the widest this CPU has, or what
+ * AC_CPU_CAPABILITY allows): enough in flight to cover an FMA's latency on two ports, so the loop
+ * runs at the core's peak. Returns the FLOPs done (2 per lane per FMA). */
 #define CHAINS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
 #ifdef BENCH_X86
 __attribute__((target("avx512f"))) static double fma_chains_avx512(int64_t iters, float *sink) {
@@ -459,12 +462,10 @@ static double fma_chains_scalar(int64_t iters, float *sink) {
 
 typedef struct { int64_t iters; double flops; float sink; const uint64_t *words; size_t n; uint64_t sum; } ProbeJob;
 
+/* The width of the kernel's own FMAs (AC_CPU_CAPABILITY caps both alike). */
 static const char *fma_width(void) {
-#ifdef BENCH_X86
-    if (__builtin_cpu_supports("avx512f")) return "avx512";
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return "avx2+fma";
-#endif
-    return "scalar";
+    const char *k = ac_gemm_kernel_name();
+    return strcmp(k, "avx512") == 0 || strcmp(k, "avx2+fma") == 0 ? k : "scalar";
 }
 
 static void *fma_job(void *p) {
@@ -569,6 +570,7 @@ static void usage(FILE *f) {
                "                step's FLOPs at that peak plus AdamW's bytes at that bandwidth (ms)\n"
                "  --threads N   threads inside ops (default: the cores this process may use, or OMP_NUM_THREADS)\n"
                "  --exact       exact math (reference BLAS's order) instead of the fast kernels\n"
+               "AC_CPU_CAPABILITY=avx2 (or default) caps the kernels, as PyTorch's ATEN_CPU_CAPABILITY does its own.\n"
                "Compare with PyTorch in the same sitting (ratios, not absolute times), for example:\n"
                "  ./build/bench --threads 1 train-base; python3 ../shared/pytorch/workloads.py train-base --threads 1\n");
 }

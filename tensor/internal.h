@@ -262,8 +262,13 @@ bool ac_softmax_row_fast(const float *x, float *y, int64_t n);
 /* keep[i] = the i-th of n bernoulli_(p) draws (rng.c), as torch_bernoulli_gen_ would draw them
  * into a contiguous tensor: dropout's mask without the floats. */
 void ac_bernoulli_mask(torch_Generator *generator, double p, bool *keep, int64_t n);
+/* The vector instructions the fast kernels may use (cpu.c; asked once): the widest this CPU runs,
+ * capped by the environment's AC_CPU_CAPABILITY ("avx512", "avx2", "default"), as PyTorch's
+ * ATEN_CPU_CAPABILITY caps its kernels. AVX2 means AVX2 with FMA. */
+typedef enum { AC_ISA_DEFAULT, AC_ISA_AVX2, AC_ISA_AVX512 } ac_isa;
+ac_isa ac_cpu_isa(void);
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-bool ac_have_avx2(void); /* this CPU runs AVX2 (gemm_fast.c; asked once) */
+static inline bool ac_have_avx2(void) { return ac_cpu_isa() >= AC_ISA_AVX2; }
 #endif
 /* y[i] = tanh(x[i]) with AVX2 (fast_tanh.c), the bits of glibc's fdlibm tanhf; false, nothing
  * written, where the CPU has no AVX2. */

@@ -263,6 +263,39 @@ START_TEST(test_fast_softmax_rows) {
 }
 END_TEST
 
+/* AC_CPU_CAPABILITY caps the kernels a process picks (read once, so each run here is a child): the
+ * kernel named where the CPU has it, PyTorch's warning for a value it does not know (and the CPU's
+ * own kernel), and exact math's run byte for byte the same under every cap. */
+START_TEST(test_cpu_capability) {
+    static const struct { const char *cap, *kernel; } runs[] = {
+        {"default", "portable kernel"}, {"avx2", "avx2+fma kernel"}, {"avx512", "avx512 kernel"}, {"bogus", NULL}};
+    char cmd[1024], *want_exact = NULL, own[64];
+    snprintf(own, sizeof own, "%s kernel", ac_gemm_kernel_name());
+    for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
+        const char *kernel = runs[r].kernel ? runs[r].kernel : own;
+        if (strcmp(runs[r].cap, "avx2") == 0 && !ac_have_avx2()) kernel = own;
+        if (strcmp(runs[r].cap, "avx512") == 0) kernel = own; /* asking for more gives what the CPU has */
+        char *out = NULL;
+        snprintf(cmd, sizeof cmd, "AC_CPU_CAPABILITY=%s %s/bench --threads 1 article 2>&1", runs[r].cap, build_dir());
+        ck_assert_int_eq(run_command(cmd, &out), 0);
+        ck_assert_msg(strstr(out, kernel), "AC_CPU_CAPABILITY=%s: want the %s, bench said %s", runs[r].cap, kernel, out);
+        bool warned = strstr(out, "Warning: ignoring invalid value for AC_CPU_CAPABILITY: bogus (expected avx512, avx2 or "
+                                  "default)") != NULL;
+        ck_assert_msg(warned == !runs[r].kernel, "AC_CPU_CAPABILITY=%s: %s", runs[r].cap, out);
+        free(out);
+        snprintf(cmd, sizeof cmd, "AC_CPU_CAPABILITY=%s %s/train --exact --steps 4 --batch 4 --context 16 --dim 16 --heads 2 "
+                 "--data %s 2>/dev/null", runs[r].cap, build_dir(), shared_path("data/the-verdict.txt"));
+        ck_assert_int_eq(run_command(cmd, &out), 0);
+        if (!want_exact) want_exact = out;
+        else {
+            ck_assert_str_eq(out, want_exact);
+            free(out);
+        }
+    }
+    free(want_exact);
+}
+END_TEST
+
 Suite *suite_kernels(void) {
     Suite *s = suite_create("kernels");
     TCase *tc = tcase("kernels");
@@ -271,6 +304,7 @@ Suite *suite_kernels(void) {
     tcase_add_test(tc, test_fast_exp);
     tcase_add_test(tc, test_fast_tanh);
     tcase_add_test(tc, test_fast_softmax_rows);
+    tcase_add_test(tc, test_cpu_capability);
     suite_add_tcase(s, tc);
     return s;
 }

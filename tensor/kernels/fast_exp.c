@@ -109,9 +109,8 @@ __attribute__((target("avx512f"))) static void softmax_row_avx512(const float *x
 
 typedef void (*exp_fn)(const float *, float, float *, int64_t);
 static exp_fn pick(void) {
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return exp_sub_avx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return exp_sub_avx2;
+    if (ac_cpu_isa() == AC_ISA_AVX512) return exp_sub_avx512;
+    if (ac_cpu_isa() == AC_ISA_AVX2) return exp_sub_avx2;
     return exp_sub_libm;
 }
 static _Atomic(exp_fn) chosen_fn; /* the same answer in every thread: relaxed is enough */

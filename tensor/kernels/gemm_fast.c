@@ -198,10 +198,8 @@ typedef struct { ukernel k; int mr, nr; const char *name; tiny_fn tiny; packed_f
 
 static Kernel pick(void) {
 #ifdef AC_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return (Kernel){kernel_avx512, 8, 32, "avx512", tiny_fma, NULL};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return (Kernel){kernel_avx2, 6, 16, "avx2+fma", tiny_fma, kernel_avx2_packed};
+    if (ac_cpu_isa() == AC_ISA_AVX512) return (Kernel){kernel_avx512, 8, 32, "avx512", tiny_fma, NULL};
+    if (ac_cpu_isa() == AC_ISA_AVX2) return (Kernel){kernel_avx2, 6, 16, "avx2+fma", tiny_fma, kernel_avx2_packed};
 #endif
     return (Kernel){kernel_c, 4, 16, "portable", tiny_c, NULL};
 }
@@ -329,15 +327,6 @@ __attribute__((target("avx2,fma"))) static void gemv_rows_avx2(int64_t M, int64_
         }
 }
 
-bool ac_have_avx2(void) {
-    static _Atomic int v = -1; /* every thread finds the same answer: relaxed is enough */
-    int r = atomic_load_explicit(&v, memory_order_relaxed);
-    if (r < 0) {
-        __builtin_cpu_init();
-        atomic_store_explicit(&v, r = __builtin_cpu_supports("avx2") ? 1 : 0, memory_order_relaxed);
-    }
-    return r;
-}
 #endif
 
 static inline void copy_line(float *d, const float *s, int w) { /* constant sizes: inlined moves, no call */
