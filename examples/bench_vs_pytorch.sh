@@ -10,6 +10,8 @@
 # libblas.so.3 alternative names, by default the reference BLAS (about 3 GFLOP/s, 30x slower on
 # the GPT steps): where libopenblas0-pthread is installed its directory is put first on
 # LD_LIBRARY_PATH for the PyTorch side ($TORCH_BLAS_DIR names another, e.g. one dpkg-deb -x made).
+# What a machine without AVX-512 runs, timed on one with it: cap both sides alike,
+#   AC_CPU_CAPABILITY=avx2 ATEN_CPU_CAPABILITY=avx2 OPENBLAS_CORETYPE=HASWELL examples/bench_vs_pytorch.sh ...
 set -u
 cd "$(dirname "$0")/.."
 py=/usr/bin/python3
