@@ -128,6 +128,35 @@ static bool cli_value(const cli_spec *s, const cli_flag *f, const char *v) {
     return true;
 }
 
+/* One edit apart (a letter added, dropped or changed, or two neighbours swapped), as git's "did you
+ * mean" finds a near command: --epoch for --epochs, trian for train */
+static bool cli_one_edit(const char *a, const char *b) {
+    size_t n = strlen(a), m = strlen(b), i = 0;
+    if (n > m) { const char *t = a; a = b; b = t; size_t k = n; n = m; m = k; }
+    if (m - n > 1) return false;
+    while (i < n && a[i] == b[i]) i++;
+    if (i == n) return m - n == 1;             /* b is a with one more letter at the end */
+    if (n == m) return !strcmp(a + i + 1, b + i + 1) ||     /* one changed */
+                       (i + 1 < n && a[i] == b[i + 1] && a[i + 1] == b[i] && !strcmp(a + i + 2, b + i + 2)); /* swapped */
+    return !strcmp(a + i, b + i + 1);          /* one added in b */
+}
+
+/* " (did you mean --epochs?)" for the one name of names (or flags) one edit from arg, else "" */
+static const char *cli_did_you_mean(const cli_spec *s, const char *arg, bool commands, char *out, size_t n) {
+    const char *found = NULL;
+    int count = 0;
+    if (commands) {
+        for (int k = 0; s->commands[k]; k++)
+            if (cli_one_edit(arg, s->commands[k])) found = s->commands[k], count++;
+    } else {
+        for (int k = 0; k < s->n_flags; k++)
+            if (cli_one_edit(arg, s->flags[k].name)) found = s->flags[k].name, count++;
+    }
+    out[0] = 0;
+    if (count == 1) snprintf(out, n, " (did you mean %s?)", found);
+    return out;
+}
+
 /* "train, generate and appendix-d": the commands in mask */
 static void cli_command_list(const cli_spec *s, unsigned mask, char *out, size_t n) {
     int count = 0, total = 0;
@@ -153,15 +182,17 @@ static int cli_parse(const cli_spec *s, int argc, char **argv, cli_args *a, void
         int k = 0;
         while (k < s->n_flags && strcmp(arg, s->flags[k].name)) k++;
         if (k == s->n_flags) {
-            if (arg[0] == '-' && arg[1]) return cli_fail(s, "unknown flag %s%s", arg, "");
+            char hint[96];
+            if (arg[0] == '-' && arg[1]) return cli_fail(s, "unknown flag %s%s", arg, cli_did_you_mean(s, arg, false, hint, sizeof hint));
             if (s->commands && a->command < 0) {
                 int c = 0;
                 while (s->commands[c] && strcmp(s->commands[c], arg)) c++;
                 a->command = c;
                 if (!s->commands[c]) {
-                    char all[256];
+                    char all[256], both[400];
                     cli_command_list(s, ~0u, all, sizeof all);
-                    return cli_fail(s, "unknown command '%s': the commands are %s", arg, all);
+                    snprintf(both, sizeof both, "%s%s", all, cli_did_you_mean(s, arg, true, hint, sizeof hint));
+                    return cli_fail(s, "unknown command '%s': the commands are %s", arg, both);
                 }
             } else if (a->n_positional < s->max_positional && (unsigned)a->n_positional < 4u) {
                 a->positional[(unsigned)a->n_positional++] = arg;
@@ -205,6 +236,19 @@ static inline double cli_now_seconds(void) {
     struct timespec ts;
     timespec_get(&ts, TIME_UTC);
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+/* f"{n:,}": 163,009,536 */
+static inline const char *cli_thousands(long long n, char buf[32]) {
+    char digits[24];
+    int len = snprintf(digits, sizeof digits, "%lld", n < 0 ? -n : n), k = 0;
+    if (n < 0) buf[k++] = '-';
+    for (int i = 0; i < len; i++) {
+        if (i && (len - i) % 3 == 0) buf[k++] = ',';
+        buf[k++] = digits[i];
+    }
+    buf[k] = 0;
+    return buf;
 }
 
 /* Was the flag of this name given? */

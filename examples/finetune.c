@@ -27,6 +27,7 @@
 #include "viz.h"
 
 #include "cli.h"
+#include "longrun.h"
 #include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source */
 
 static void usage(FILE *f) {
@@ -64,8 +65,13 @@ static void usage(FILE *f) {
             "  --seed N (123)  --batch N (8)  --lr X (5e-5; --lora: 8e-4)  --weight-decay X (0.1)\n"
             "  --epochs N (5; instruct: 2)  --eval-freq N (50; instruct: 5)  --eval-iter N (5)\n"
             "  --log FILE           every step's batch loss: step N loss X\n"
-            "  --save FILE          the finetuned model's state_dict (the book's names) as safetensors\n"
-            "  --load FILE          such a file's weights instead of training (the model built as the flags say)\n"
+            "  --save FILE          the finetuned model's state_dict (the book's names) as safetensors, written as\n"
+            "                       soon as training ends; on Ctrl-C, SIGTERM or SIGHUP the run finishes the step\n"
+            "                       (or answer) under way and saves there, with AdamW's state, the generator and\n"
+            "                       where it stands, then exits 130, 143 or 129\n"
+            "  --resume FILE        go on from such a file, printing what the uninterrupted run prints after the\n"
+            "                       first run's last line; give the first run's flags (--save defaults to FILE)\n"
+            "  --load FILE          a finetuned model's weights instead of training (no resuming: its answers)\n"
             "  --plot FILE.svg      the chapter's figures: the losses (and classify's accuracies) over the epochs\n"
             "  --html FILE          the reader's page: the book's Python beside this C, the run's output and figures\n"
             "both:\n"
@@ -82,7 +88,7 @@ static void usage(FILE *f) {
 }
 
 typedef struct {
-    const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *plot, *responses, *prompt, *html;
+    const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *resume, *plot, *responses, *prompt, *html;
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, max_length, lora;
     long long subset, allowed_max_length, max_new_tokens;
     double lr, weight_decay, lora_alpha;
@@ -134,6 +140,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         CLI_TEXT_FLAG("--log", &a->log, CLI_ALL),
         CLI_TEXT_FLAG("--save", &a->save, CLI_ALL),
         CLI_TEXT_FLAG("--load", &a->load, CLI_ALL),
+        CLI_TEXT_FLAG("--resume", &a->resume, CLI_ALL),
         CLI_TEXT_FLAG("--plot", &a->plot, CLI_ALL),
         CLI_TEXT_FLAG("--html", &a->html, CLI_ALL),
     };
@@ -167,23 +174,15 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     }
     if (a->load && (a->log || a->save))
         return cli_fail(&spec, "--load skips training: %s has nothing to write%s", a->log ? "--log" : "--save", "");
+    if (a->resume && a->load)
+        return cli_fail(&spec, "--resume goes on training from a --save; --load answers with finished weights: give one%s%s", "", "");
+    if (a->resume && a->html)
+        return cli_fail(&spec, "--html shows a whole run's output: give it to a run without --resume%s%s", "", "");
+    if (a->resume && !a->save) a->save = a->resume; /* a second stop keeps the work too */
     if (isnan(a->lr)) a->lr = cls && a->lora ? 8e-4 : 5e-5;           /* a.lr if given else (8e-4 if cls and a.lora else 5e-5) */
     if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
     ac_set_exact(a->exact);
     return 0;
-}
-
-/* f"{n:,}" */
-static const char *thousands(int64_t n, char buf[32]) {
-    char digits[24];
-    int len = snprintf(digits, sizeof digits, "%lld", (long long)(n < 0 ? -n : n)), k = 0;
-    if (n < 0) buf[k++] = '-';
-    for (int i = 0; i < len; i++) {
-        if (i && (len - i) % 3 == 0) buf[k++] = ',';
-        buf[k++] = digits[i];
-    }
-    buf[k] = 0;
-    return buf;
 }
 
 /* torch.Size([8, 25]) */
@@ -260,21 +259,243 @@ static bool draw_figures(FILE *f, void *u) {
     return ok && !ferror(f);
 }
 
-/* ---- chapter 6: train_classifier_simple -------------------------------------------------------------- */
+/* ---- long runs: where a run stands, saved by --save and read by --resume (examples/longrun.h) ------ */
 
-typedef struct { FILE *log; Series2 loss, acc; } Run;
+/* Where a finetuning run stands: what --save writes beside the weights so that --resume goes on
+ * exactly. Mid-training the file also holds AdamW's state, the generator and this epoch's order;
+ * after training, how many of the final items (classify's accuracy lines and reviews, instruct's
+ * answers) are done, and instruct's answers so far. */
+typedef struct {
+    int64_t epoch, batches_done, global_step, seen; /* batches_done: of this epoch's, -1 at its start */
+    int64_t *order, n_order;                        /* this epoch's order while batches_done >= 0 (malloc'd) */
+    int64_t done;                                   /* the final items done; -1 while training */
+    int64_t train_batches, batch;                   /* the run's shape, which --resume checks */
+    char **answers;                                 /* instruct: the first `done` answers (malloc'd) */
+} Stand;
+
+typedef struct { FILE *log; Series2 loss, acc; Stand at; bool resumed; } Run;
+
+static void run_free(Run *run) {
+    if (run->log) fclose(run->log);
+    series_free(&run->loss), series_free(&run->acc);
+    free(run->at.order);
+    for (int64_t i = 0; run->at.answers && i < run->at.done; i++) free(run->at.answers[i]);
+    free(run->at.answers);
+}
+
+/* An epoch stopped inside: its order and the batches done, kept for the save */
+static void stand_in_epoch(Stand *s, int64_t epoch, const int64_t *order, int64_t n, int64_t next) {
+    s->epoch = epoch, s->batches_done = next;
+    free(s->order);
+    s->order = NULL, s->n_order = 0;
+    if (!order) return; /* (C: stopped before the epoch's first batch drew its order) */
+    s->order = ac_malloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    memcpy(s->order, order, sizeof(int64_t) * (size_t)n);
+    s->n_order = n;
+}
+
+static Tensor *series_tensor(const Series2 *s) { /* (n, 3): x, a, b */
+    Tensor *t = torch_zeros_dtype(SHAPE(s->n, 3), AC_FLOAT64);
+    double *d = t->data;
+    for (int64_t i = 0; i < s->n; i++) d[3 * i] = s->x[i], d[3 * i + 1] = s->a[i], d[3 * i + 2] = s->b[i];
+    return t;
+}
+
+static bool series_from(Series2 *s, const Tensor *t) {
+    if (!t) return true;
+    if (t->dtype != AC_FLOAT64 || t->ndim != 2 || t->shape[1] != 3) return false;
+    const double *d = t->data;
+    for (int64_t i = 0; i < t->shape[0]; i++) series_add(s, d[3 * i], d[3 * i + 1], d[3 * i + 2]);
+    return true;
+}
+
+/* --save: the weights (with LoRA, as trained) and where the run stands; opt while training (AdamW's
+ * state and the generator), else the generator alone. A second signal during it leaves no file. */
+static bool save_stand(const Flags *a, nn_GPTModel *model, optim_Optimizer *opt, const Run *run) {
+    ac_mark mk = ac_arena_mark();
+    const Stand *s = &run->at;
+    int64_t answers = s->answers ? s->done : 0;
+    const char **meta = ac_arena_alloc(sizeof(char *) * (size_t)(2 * (8 + answers)));
+    char *nums = ac_arena_alloc(8 * 32);
+    const char *keys[] = {"epoch", "batches_done", "global_step", "seen", "done", "train_batches", "batch"};
+    int64_t vals[] = {s->epoch, s->batches_done, s->global_step, s->seen, s->done, s->train_batches, s->batch};
+    int n_meta = 0;
+    meta[2 * n_meta] = "run", meta[2 * n_meta++ + 1] = commands[a->cmd];
+    for (int k = 0; k < 7; k++) {
+        snprintf(nums + 32 * k, 32, "%lld", (long long)vals[k]);
+        meta[2 * n_meta] = keys[k], meta[2 * n_meta++ + 1] = nums + 32 * k;
+    }
+    for (int64_t i = 0; i < answers; i++) {
+        char *key = ac_arena_alloc(32);
+        snprintf(key, 32, "answer.%lld", (long long)i);
+        meta[2 * n_meta] = key, meta[2 * n_meta++ + 1] = s->answers[i];
+    }
+    const char *names[4];
+    Tensor *ts[4];
+    int n = 0;
+    if (opt && s->batches_done >= 0 && s->n_order) names[n] = "loader.order", ts[n++] = torch_tensor_long(s->order, SHAPE(s->n_order));
+    if (!opt) names[n] = "rng_state", ts[n++] = torch_get_rng_state(); /* (with opt, AdamW's save holds it) */
+    if (run->loss.n) names[n] = "curve.loss", ts[n++] = series_tensor(&run->loss);
+    if (run->acc.n) names[n] = "curve.accuracy", ts[n++] = series_tensor(&run->acc);
+    char err[1024];
+    longrun_save_begin(a->save);
+    bool ok = nn_GPTModel_save(a->save, model, opt, (nn_TensorList){n, names, ts}, n_meta, meta, err, sizeof err);
+    longrun_save_end();
+    ac_arena_release(mk);
+    if (!ok) fail("--save %s%s", err, "");
+    return ok;
+}
+
+static bool meta_int(const safetensors_File *f, const char *path, const char *key, int64_t min, int64_t *out) {
+    const char *v = safetensors_meta(f, key);
+    char *end;
+    errno = 0;
+    long long x = v ? strtoll(v, &end, 10) : 0;
+    if (!v || errno || end == v || *end || x < min) {
+        fail("--resume %s: the metadata's \"%s\" is missing or not a whole number (not a file of finetune --save?)", path, key);
+        return false;
+    }
+    *out = x;
+    return true;
+}
+
+/* What a weights file holds that the flags did not build, as a hint after the reason it does not fit:
+ * LoRA of some rank, another command's model, another size */
+static void weights_hint(const char *path, const Flags *a, char *hint, size_t n) {
+    ac_mark mk = ac_arena_mark();
+    safetensors_File f;
+    char err[512];
+    hint[0] = 0;
+    if (safetensors_load_header(path, &f, err, sizeof err)) {
+        Tensor *A = safetensors_get(&f, "trf_blocks.0.att.W_query.lora.A"), *head = safetensors_get(&f, "out_head.weight");
+        const char *run = safetensors_meta(&f, "run");
+        long long rank = A && A->ndim == 2 ? (long long)A->shape[1] : 0;
+        if (run && strcmp(run, commands[a->cmd]))
+            snprintf(hint, n, ": it was saved by finetune %.20s, and this is finetune %s", run, commands[a->cmd]);
+        else if (head && head->ndim == 2 && head->shape[0] == 2 && a->cmd == INSTRUCT)
+            snprintf(hint, n, ": its out_head has 2 outputs, a spam classifier's (finetune classify)");
+        else if (rank && !a->lora)
+            snprintf(hint, n, ": it holds LoRA tensors of rank %lld (a --lora %lld run's): add --lora %lld", rank, rank, rank);
+        else if (rank && rank != a->lora)
+            snprintf(hint, n, ": its LoRA has rank %lld: give --lora %lld, not --lora %lld", rank, rank, a->lora);
+        else if (!rank && a->lora && safetensors_get(&f, "trf_blocks.0.att.W_query.weight"))
+            snprintf(hint, n, ": it holds no LoRA tensors (a run without --lora): drop --lora %lld", a->lora);
+        else if (safetensors_meta(&f, "config"))
+            snprintf(hint, n, a->gpt2 ? ": give the --gpt2 model it was finetuned from"
+                                      : ": give the model flags (--context, --emb-dim, --heads, --layers, --qkv-bias) of the run that saved it");
+    }
+    ac_arena_release(mk);
+}
+
+/* --load or --resume FILE against the model the flags built (and the optimizer), from its header
+ * alone: refused before the first line of output, naming what the file holds and the flag it needs */
+static bool check_weights(const Flags *a, const char *flag, const char *path, nn_GPTModel *model, optim_Optimizer *opt) {
+    char err[1024], hint[256];
+    if (nn_GPTModel_check_file(path, model, opt, err, sizeof err)) return true;
+    weights_hint(path, a, hint, sizeof hint);
+    fflush(stdout);
+    fprintf(stderr, "finetune: %s %s%s\n", flag, err, hint);
+    return false;
+}
+
+/* --resume FILE's stand, from its header, before any output: the same command, the same batches, a
+ * model and optimizer it fits (its weights come later, resume_weights) */
+static bool read_stand(const Flags *a, nn_GPTModel *model, optim_Optimizer *opt, int64_t train_batches, Run *run) {
+    ac_mark mk = ac_arena_mark();
+    safetensors_File f;
+    char err[1024];
+    Stand *s = &run->at;
+    bool ok = safetensors_load_header(a->resume, &f, err, sizeof err);
+    if (!ok) fail("--resume %s%s", err, "");
+    const char *cmd = ok ? safetensors_meta(&f, "run") : NULL;
+    if (ok && (!cmd || strcmp(cmd, commands[a->cmd]))) {
+        fflush(stdout);
+        if (cmd) fprintf(stderr, "finetune: --resume %s was saved by finetune %.20s; this is finetune %s\n", a->resume, cmd,
+                         commands[a->cmd]);
+        else fprintf(stderr, "finetune: --resume %s holds no run's stand (weights alone: give them to --load)\n", a->resume);
+        ok = false;
+    }
+    ok = ok && meta_int(&f, a->resume, "epoch", 0, &s->epoch) && meta_int(&f, a->resume, "batches_done", -1, &s->batches_done) &&
+         meta_int(&f, a->resume, "global_step", -1, &s->global_step) && meta_int(&f, a->resume, "seen", 0, &s->seen) &&
+         meta_int(&f, a->resume, "done", -1, &s->done) && meta_int(&f, a->resume, "train_batches", 0, &s->train_batches) &&
+         meta_int(&f, a->resume, "batch", 1, &s->batch);
+    if (ok && (s->train_batches != train_batches || s->batch != a->batch)) {
+        fflush(stdout);
+        fprintf(stderr, "finetune: --resume %s was trained on %lld batches of %lld an epoch; this run has %lld of %lld "
+                "(other --data, --subset, --max-length, --allowed-max-length or --batch)\n", a->resume,
+                (long long)s->train_batches, (long long)s->batch, (long long)train_batches, (long long)a->batch);
+        ok = false;
+    }
+    ac_arena_release(mk);
+    run->resumed = ok;
+    return ok && check_weights(a, "--resume", a->resume, model, s->done < 0 ? opt : NULL);
+}
+
+/* --resume's weights, and with them AdamW's state and the generator (or, after training, the
+ * generator alone), this epoch's order, the curves and the answers so far */
+static bool resume_weights(const Flags *a, nn_GPTModel *model, optim_Optimizer *opt, Run *run) {
+    ac_mark mk = ac_arena_mark();
+    safetensors_File f;
+    char err[1024];
+    Stand *s = &run->at;
+    bool training = s->done < 0, ok = nn_GPTModel_load(a->resume, model, training ? opt : NULL, &f, err, sizeof err);
+    if (!ok) fail("--resume %s%s", err, "");
+    Tensor *rng = ok && !training ? safetensors_get(&f, "rng_state") : NULL;
+    if (ok && !training && (!rng || !ac_rng_state_check(rng, err, sizeof err)))
+        ok = false, fail("--resume %s: its rng_state is missing or broken", a->resume, "");
+    if (rng && ok) torch_set_rng_state(rng);
+    Tensor *order = safetensors_get(&f, "loader.order");
+    if (ok && training && s->batches_done >= 0 && (order || s->batches_done > 0)) { /* (C: none: the epoch had drawn no order yet) */
+        ok = order && order->dtype == AC_INT64 && order->ndim == 1;
+        const int64_t *o = ok ? order->data : NULL;
+        for (int64_t i = 0; ok && i < order->shape[0]; i++) ok = o[i] >= 0 && o[i] < order->shape[0];
+        if (ok) stand_in_epoch(s, s->epoch, o, order->shape[0], s->batches_done);
+        else fail("--resume %s: \"loader.order\" is missing or not a permutation%s", a->resume, "");
+    }
+    if (ok && (!series_from(&run->loss, safetensors_get(&f, "curve.loss")) ||
+               !series_from(&run->acc, safetensors_get(&f, "curve.accuracy"))))
+        ok = false, fail("--resume %s: its curves are not (n, 3) float64%s", a->resume, "");
+    if (ok && a->cmd == INSTRUCT && s->done > 0) {
+        s->answers = ac_malloc(sizeof(char *) * (size_t)s->done);
+        for (int64_t i = 0; i < s->done; i++) {
+            char key[32];
+            snprintf(key, sizeof key, "answer.%lld", (long long)i);
+            const char *v = safetensors_meta(&f, key);
+            s->answers[i] = ac_malloc(v ? strlen(v) + 1 : 1);
+            strcpy(s->answers[i], v ? v : "");
+            if (!v) ok = false, fail("--resume %s: the metadata has no \"%s\"", a->resume, key);
+        }
+    }
+    ac_arena_release(mk);
+    return ok;
+}
+
+/* A stop asked for by a signal: the save, the one stderr line; the exit status */
+static int stop_run(const Flags *a, nn_GPTModel *model, optim_Optimizer *opt, const Run *run, const char *after) {
+    bool saved = a->save && save_stand(a, model, opt, run);
+    return longrun_stopped("finetune", after, a->save, saved);
+}
+
+/* ---- chapter 6: train_classifier_simple -------------------------------------------------------------- */
 
 static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *train_loader, // def train_classifier_simple(
                                        TensorDataLoader *val_loader, optim_Optimizer *optimizer, //     model, train_loader, val_loader, optimizer,
                                        int64_t num_epochs, int64_t eval_freq,                    //     num_epochs, eval_freq,
                                        int64_t eval_iter, Run *run) {                            //     eval_iter, log):
-    int64_t examples_seen = 0, global_step = -1;                                  // examples_seen, global_step = 0, -1
+    Stand *at = &run->at; /* (C: where the run stands; a --resume starts there) */
+    int64_t examples_seen = at->seen, global_step = at->global_step;             // examples_seen, global_step = 0, -1
     int64_t per_epoch = TensorDataLoader_len(train_loader);
-    for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
+    longrun_live live;
+    longrun_live_start(&live, global_step + 1);
+    for (int64_t epoch = at->epoch; epoch < num_epochs; epoch++) {                // for epoch in range(num_epochs):
         nn_train(&model->module, true);                                           //     model.train()
-        TensorDataLoaderIter it = TensorDataLoader_iter(train_loader);            //     for x, y in train_loader:
+        TensorDataLoaderIter it = {train_loader, 0, 0, NULL, false, false};      //     for x, y in train_loader:
+        if (epoch == at->epoch && at->batches_done >= 0)                          /* (C: a resumed epoch: its order, its batches done) */
+            it.order = at->order, it.next = at->batches_done, it.started = at->order != NULL, at->order = NULL;
+        else
+            it = TensorDataLoader_iter(train_loader);
         Tensor *x, *y;
-        while (TensorDataLoaderIter_next(&it, &x, &y)) {
+        while (!longrun_stopping() && TensorDataLoaderIter_next(&it, &x, &y)) {
             ac_mark mk = ac_arena_mark();
             optim_zero_grad(optimizer);                                           //         optimizer.zero_grad()
             Tensor *loss = gpt_calc_loss_batch_cls(x, y, model);                  //         loss = calc_loss_batch_cls(x, y, model)
@@ -291,18 +512,33 @@ static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *tra
                 double val_loss = gpt_calc_loss_loader_cls(val_loader, model, eval_iter);
                 torch_no_grad_exit(prev);
                 nn_train(&model->module, true);                                   //             model.train()
+                longrun_live_clear(&live);
                 printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
                        (long long)global_step, train_loss, val_loss);
-                fflush(stdout);
+                longrun_flush("finetune");
                 series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
             }
+            char what[64];
+            snprintf(what, sizeof what, "epoch %lld/%lld  step", (long long)epoch + 1, (long long)num_epochs);
+            longrun_live_show(&live, what, global_step + 1, per_epoch * num_epochs, (double)(examples_seen - at->seen), "examples");
+            at->global_step = global_step, at->seen = examples_seen;
+            longrun_point("step", global_step);
+        }
+        if (longrun_stopping() && !it.done) {                                     /* (C: stopped inside the epoch: the save records where) */
+            stand_in_epoch(at, epoch, it.order, train_loader->dataset->n, it.next);
+            TensorDataLoaderIter_free(&it);
+            longrun_live_clear(&live);
+            return examples_seen;
         }
         TensorDataLoaderIter_free(&it);
+        longrun_live_clear(&live);
         double train_accuracy = gpt_calc_accuracy_loader(train_loader, model, eval_iter); // train_accuracy = calc_accuracy_loader(train_loader, model, eval_iter)
         double val_accuracy = gpt_calc_accuracy_loader(val_loader, model, eval_iter);     // val_accuracy = calc_accuracy_loader(val_loader, model, eval_iter)
         printf("Training accuracy: %.2f%% | Validation accuracy: %.2f%%\n", train_accuracy * 100, val_accuracy * 100);
-        fflush(stdout);
+        longrun_flush("finetune");
         series_add(&run->acc, (double)(epoch + 1), train_accuracy, val_accuracy);
+        at->epoch = epoch + 1, at->batches_done = -1;                             /* (C: the next epoch, from its start) */
+        if (longrun_stopping()) break;
     }
     return examples_seen;                                                         // return examples_seen
 }
@@ -320,22 +556,30 @@ static bool load_weights(const char *path, nn_GPTModel *model) {
     return ok;
 }
 
-/* The optimizer, and the log opened; NULL after a message */
-static optim_Optimizer *start_training(const Flags *a, nn_GPTModel *model, Run *run) {
-    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+/* (C: AdamW draws nothing: it is made before the first line of output, so that a --resume file is
+ * checked against it there) */
+static optim_Optimizer *new_optimizer(const Flags *a, nn_GPTModel *model) {
     ac_mark mk = ac_arena_mark();
     optim_Optimizer *optimizer = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, // optimizer = torch.optim.AdamW(model.parameters(),
                                              a->weight_decay, false);            //     lr=a.lr, weight_decay=a.weight_decay)
     ac_arena_release(mk);
-    if (a->log && !(run->log = fopen(a->log, "w"))) {                             // log = open(a.log, "w") if a.log else None
-        fail("cannot write --log %s: %s", a->log, strerror(errno));
-        optim_free(optimizer);
-        return NULL;
-    }
     return optimizer;
 }
 
-static bool end_training(const Flags *a, Run *run, double t0) {
+/* The seed, --resume's weights and stand, the log opened (appended to by a resumed run), the
+ * signals caught; false after a message */
+static bool start_training(const Flags *a, nn_GPTModel *model, optim_Optimizer *optimizer, Run *run) {
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    if (run->resumed && !resume_weights(a, model, optimizer, run)) return false;
+    if (run->at.done < 0 && a->log && !(run->log = fopen(a->log, run->resumed ? "a" : "w"))) { // log = open(a.log, "w") if a.log else None
+        fail("cannot write --log %s: %s", a->log, strerror(errno));
+        return false;
+    }
+    longrun_catch_signals("finetune");
+    return true;
+}
+
+static bool end_training(const Flags *a, nn_GPTModel *model, Run *run, double t0) {
     if (run->log) {
         FILE *f = run->log;
         run->log = NULL;
@@ -344,8 +588,10 @@ static bool end_training(const Flags *a, Run *run, double t0) {
             return false;
         }
     }
-    fflush(stdout);
-    fprintf(stderr, "(training took %.1f s)\n", cli_now_seconds() - t0);         // print(f"(training took ...)", file=sys.stderr)
+    longrun_flush("finetune");
+    char n1[32], n2[32];
+    fprintf(stderr, "(training took %.1f s; the model has %s parameters, %s trainable)\n", cli_now_seconds() - t0, // print(f"(training took ...)", file=sys.stderr)
+            cli_thousands(nn_num_parameters(&model->module), n1), cli_thousands(nn_num_trainable_parameters(&model->module), n2));
     return true;
 }
 
@@ -357,6 +603,25 @@ static bool write_figure(const Flags *a, bool (*draw)(FILE *, void *), Figures *
         return false;
     }
     return true;
+}
+
+/* Training, or --resume's rest of it; a stop saves and says so (*rc its status, false returned).
+ * Then --save at once, before the final lines (answers can take long). */
+static bool train_and_save(const Flags *a, nn_GPTModel *model, optim_Optimizer *optimizer, Run *run,
+                           int64_t (*train)(void *ctx), void *ctx, int *rc) {
+    double t0 = cli_now_seconds();                                                // t0 = time.time()
+    if (!start_training(a, model, optimizer, run)) return false;
+    if (run->at.done >= 0) return true;                                           /* (C: a resumed run whose training had ended) */
+    train(ctx);
+    if (longrun_stopping()) {
+        char after[64];
+        snprintf(after, sizeof after, "step %lld", (long long)run->at.global_step);
+        *rc = stop_run(a, model, optimizer, run, after);
+        return false;
+    }
+    if (!end_training(a, model, run, t0)) return false;
+    run->at.done = 0;
+    return !a->save || save_stand(a, model, NULL, run);                           // if a.save: torch.save(model.state_dict(), a.save)
 }
 
 /* ---- finetune classify --------------------------------------------------------------------------------- */
@@ -436,27 +701,39 @@ static bool print_counts(const SpamFrame *f, bool mapped) {
 
 /* appendix E: a new head first, then everything frozen, then LoRA on every Linear;
  * chapter 6: all frozen, a new head, the last block and the final norm trainable */
-static void prepare_model(nn_GPTModel *model, const Flags *a) { // (C: cmd_classify's model lines, gathered)
-    char n[32];
+static void prepare_model(nn_GPTModel *model, const Flags *a, int64_t counts[3]) { // (C: cmd_classify's model lines, gathered; print_model prints them)
     int64_t emb_dim = model->cfg.emb_dim;
     if (a->lora) {                                                                // if a.lora:
         torch_manual_seed((uint64_t)a->seed);                                     //     torch.manual_seed(a.seed)
         model->out_head = (nn_Linear *)nn_setattr(&model->module, "out_head", &nn_Linear_new(emb_dim, 2, true)->module); // model.out_head = torch.nn.Linear(cfg["emb_dim"], 2)
-        printf("Total trainable parameters before: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        counts[0] = nn_num_trainable_parameters(&model->module);                  //     print(f"Total trainable parameters before: {count_trainable(model):,}")
         nn_requires_grad_(&model->module, false);                                 //     for p in model.parameters(): p.requires_grad = False
-        printf("Total trainable parameters after: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        counts[1] = nn_num_trainable_parameters(&model->module);                  //     print(f"Total trainable parameters after: {count_trainable(model):,}")
         nn_replace_linear_with_lora(&model->module, a->lora, a->lora_alpha);      //     replace_linear_with_lora(model, a.lora, a.lora_alpha)
-        printf("Total trainable LoRA parameters: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        counts[2] = nn_num_trainable_parameters(&model->module);                  //     print(f"Total trainable LoRA parameters: {count_trainable(model):,}")
     } else {                                                                      // else:
         nn_requires_grad_(&model->module, false);                                 //     for p in model.parameters(): p.requires_grad = False
         torch_manual_seed((uint64_t)a->seed);                                     //     torch.manual_seed(a.seed)
         model->out_head = (nn_Linear *)nn_setattr(&model->module, "out_head", &nn_Linear_new(emb_dim, 2, true)->module); // model.out_head = torch.nn.Linear(cfg["emb_dim"], 2)
         nn_requires_grad_(nn_Sequential_get(model->trf_blocks, -1), true);        //     for p in model.trf_blocks[-1].parameters(): p.requires_grad = True
         nn_requires_grad_(&model->final_norm->module, true);                      //     for p in model.final_norm.parameters(): p.requires_grad = True
-        printf("Total trainable parameters: %s\n", thousands(nn_num_trainable_parameters(&model->module), n));
+        counts[0] = nn_num_trainable_parameters(&model->module);                  //     print(f"Total trainable parameters: {count_trainable(model):,}")
+    }
+}
+
+/* (C: the model is made before the first line of output, so that a --gpt2, --load or --resume that
+ * does not fit is refused before any; its lines come here, where the chapter prints them) */
+static void print_model(nn_GPTModel *model, const Flags *a, const int64_t counts[3]) {
+    char n[32];
+    if (a->lora) {
+        printf("Total trainable parameters before: %s\n", cli_thousands(counts[0], n));
+        printf("Total trainable parameters after: %s\n", cli_thousands(counts[1], n));
+        printf("Total trainable LoRA parameters: %s\n", cli_thousands(counts[2], n));
+    } else {
+        printf("Total trainable parameters: %s\n", cli_thousands(counts[0], n));
     }
     if (a->print_model) nn_print(&model->module);                                 // if a.print_model: print(model)
-    fflush(stdout);
+    longrun_flush("finetune");
 }
 
 static void print_accuracies(TensorDataLoader *loaders, nn_GPTModel *model, int64_t num_batches) {
@@ -465,10 +742,12 @@ static void print_accuracies(TensorDataLoader *loaders, nn_GPTModel *model, int6
         printf("%s accuracy: %.2f%%\n", names[k], gpt_calc_accuracy_loader(&loaders[k], model, num_batches) * 100);
 }
 
-static bool save_model(const char *path, nn_GPTModel *model) {
-    char err[1024];
-    if (nn_GPTModel_save(path, model, NULL, (nn_TensorList){0}, 0, NULL, err, sizeof err)) return true; // torch.save(model.state_dict(), a.save)
-    return fail("--save %s%s", err, ""), false;
+typedef struct { nn_GPTModel *model; TensorDataLoader *loaders; optim_Optimizer *optimizer; const Flags *a; Run *run; } ClassifyTraining;
+
+static int64_t classify_training(void *ctx) {
+    ClassifyTraining *c = ctx;
+    return train_classifier_simple(c->model, &c->loaders[0], &c->loaders[1], c->optimizer, c->a->epochs, c->a->eval_freq,
+                                   c->a->eval_iter, c->run);
 }
 
 static int cmd_classify(const Flags *a) {
@@ -483,18 +762,32 @@ static int cmd_classify(const Flags *a) {
     nn_GPTModel *model = NULL;
     optim_Optimizer *optimizer = NULL;
     Run run = {0};
+    int64_t counts[3] = {0};
     if (!load_data(a, tokenizer, &d)) goto out;
-    print_counts(&d.df, false);                                                   // print(df["Label"].value_counts().to_string())
-    print_counts(&d.balanced, true);                                              // print(balanced_df["Label"].value_counts().to_string())
-    printf("%lld training, %lld validation, %lld test examples; max_length %lld\n", (long long)d.parts[0].n,
-           (long long)d.parts[1].n, (long long)d.parts[2].n, (long long)d.ds[0]->max_length);
-
-    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    if (!(model = model_for(a))) goto out;                                        // model, cfg = model_for(a)
+    if (d.ds[0]->max_length > model->cfg.context_length) {                        // assert train_dataset.max_length <= cfg["context_length"]
+        fflush(stdout);
+        fprintf(stderr, "finetune: Dataset length %lld exceeds model's context length %lld (--max-length N cuts the texts)\n",
+                (long long)d.ds[0]->max_length, (long long)model->cfg.context_length);
+        goto out;
+    }
+    prepare_model(model, a, counts);
     TensorDataLoader loaders[3] = {
         TensorDataLoader_new(&d.ds[0]->dataset, a->batch, true, true),            // train_loader = DataLoader(train_dataset, batch_size=a.batch, shuffle=True, drop_last=True)
         TensorDataLoader_new(&d.ds[1]->dataset, a->batch, false, false),          // val_loader = DataLoader(val_dataset, batch_size=a.batch, drop_last=False)
         TensorDataLoader_new(&d.ds[2]->dataset, a->batch, false, false)};         // test_loader = DataLoader(test_dataset, batch_size=a.batch, drop_last=False)
-    {
+    if (!a->load) optimizer = new_optimizer(a, model);
+    run.at = (Stand){.epoch = 0, .batches_done = -1, .global_step = -1, .seen = 0, .done = -1,
+                     .train_batches = TensorDataLoader_len(&loaders[0]), .batch = a->batch};
+    if (a->load && !check_weights(a, "--load", a->load, model, NULL)) goto out;
+    if (a->resume && !read_stand(a, model, optimizer, run.at.train_batches, &run)) goto out;
+
+    if (!run.resumed) { /* (C: a resumed run printed these lines already) */
+        print_counts(&d.df, false);                                               // print(df["Label"].value_counts().to_string())
+        print_counts(&d.balanced, true);                                          // print(balanced_df["Label"].value_counts().to_string())
+        printf("%lld training, %lld validation, %lld test examples; max_length %lld\n", (long long)d.parts[0].n,
+               (long long)d.parts[1].n, (long long)d.parts[2].n, (long long)d.ds[0]->max_length);
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed) (C: before the loaders above)
         ac_mark mk = ac_arena_mark();
         TensorDataLoaderIter it = TensorDataLoader_iter(&loaders[0]);             // for x, y in train_loader: pass
         Tensor *x = NULL, *y = NULL, *bx, *by;
@@ -503,56 +796,53 @@ static int cmd_classify(const Flags *a) {
         print_size("Input batch dimensions:", " ", x);                            // print("Input batch dimensions:", x.shape)
         print_size("Label batch dimensions", " ", y);                             // print("Label batch dimensions", y.shape)
         ac_arena_release(mk);
-    }
-    printf("%lld training batches\n", (long long)TensorDataLoader_len(&loaders[0]));
-    printf("%lld validation batches\n", (long long)TensorDataLoader_len(&loaders[1]));
-    printf("%lld test batches\n", (long long)TensorDataLoader_len(&loaders[2]));
-    fflush(stdout);
-
-    if (!(model = model_for(a))) goto out;                                        // model, cfg = model_for(a)
-    if (d.ds[0]->max_length > model->cfg.context_length) {                        // assert train_dataset.max_length <= cfg["context_length"]
-        fflush(stdout);
-        fprintf(stderr, "finetune: Dataset length %lld exceeds model's context length %lld (--max-length N cuts the texts)\n",
-                (long long)d.ds[0]->max_length, (long long)model->cfg.context_length);
-        goto out;
-    }
-    prepare_model(model, a);
-
-    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
-    print_accuracies(loaders, model, 10);
-    {
+        printf("%lld training batches\n", (long long)TensorDataLoader_len(&loaders[0]));
+        printf("%lld validation batches\n", (long long)TensorDataLoader_len(&loaders[1]));
+        printf("%lld test batches\n", (long long)TensorDataLoader_len(&loaders[2]));
+        print_model(model, a, counts);
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
+        print_accuracies(loaders, model, 10);
         static const char *const names[] = {"Training", "Validation", "Test"};
         bool prev = torch_no_grad_enter();                                        // with torch.no_grad():
         for (int k = 0; k < 3; k++)                                               //     print(f"Training loss: {calc_loss_loader_cls(train_loader, model, 5):.3f}")
             printf("%s loss: %.3f\n", names[k], gpt_calc_loss_loader_cls(&loaders[k], model, 5));
         torch_no_grad_exit(prev);
-        fflush(stdout);
+        longrun_flush("finetune");
     }
 
     if (a->load) {                                                                // (the C's --load: the weights of a finetuned run)
         if (!load_weights(a->load, model)) goto out;
     } else {
-        double t0 = cli_now_seconds();                                            // t0 = time.time()
-        if (!(optimizer = start_training(a, model, &run))) goto out;
-        train_classifier_simple(model, &loaders[0], &loaders[1], optimizer, a->epochs, a->eval_freq, a->eval_iter, &run);
-        if (!end_training(a, &run, t0)) goto out;
+        ClassifyTraining c = {model, loaders, optimizer, a, &run};                // train_classifier_simple(model, train_loader, val_loader, optimizer, ...)
+        if (!train_and_save(a, model, optimizer, &run, classify_training, &c, &rc)) goto out;
     }
-    print_accuracies(loaders, model, -1);                                         // calc_accuracy_loader(train_loader, model) ...
+    static const char *const names[] = {"Training", "Validation", "Test"};
     static const char *const reviews[] = {
         "You are a winner you have been specially selected to receive $1000 cash or a $2000 award.",
         "Hey, just wanted to check if we're still on for dinner tonight? Let me know!"};
-    for (int k = 0; k < 2; k++) {                                                 // for text in (...):
-        int label = gpt_classify_review(reviews[k], model, tokenizer, d.ds[0]->max_length, 50256, err, sizeof err);
-        printf("%s\n", label == 1 ? "spam" : "not spam");                         //     print(classify_review(text, model, tokenizer, max_length=train_dataset.max_length))
+    longrun_unit("finetune", "line");
+    for (int64_t k = run.at.done < 0 ? 0 : run.at.done; k < 5; k++) {            /* (C: five lines; a stop may come between two) */
+        if (longrun_stopping()) {
+            char after[64];
+            snprintf(after, sizeof after, "training and %lld of the 5 final lines", (long long)k);
+            rc = stop_run(a, model, NULL, &run, after);
+            goto out;
+        }
+        if (k < 3) {                                                              // print(f"Training accuracy: {calc_accuracy_loader(train_loader, model) * 100:.2f}%") ...
+            printf("%s accuracy: %.2f%%\n", names[k], gpt_calc_accuracy_loader(&loaders[k], model, -1) * 100);
+        } else {                                                                  // for text in (...):
+            int label = gpt_classify_review(reviews[k - 3], model, tokenizer, d.ds[0]->max_length, 50256, err, sizeof err);
+            printf("%s\n", label == 1 ? "spam" : "not spam");                     //     print(classify_review(text, model, tokenizer, max_length=train_dataset.max_length))
+        }
+        longrun_flush("finetune");
+        run.at.done = k + 1;
+        longrun_point("line", k + 1);
     }
-    fflush(stdout);
-    if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
     Figures fig = {&run.loss, &run.acc, (double)(TensorDataLoader_len(&loaders[0]) * a->batch)};
     if (!write_figure(a, draw_figures, &fig)) goto out;
     rc = 0;
 out:
-    if (run.log) fclose(run.log);
-    series_free(&run.loss), series_free(&run.acc);
+    run_free(&run);
     optim_free(optimizer);
     if (model) nn_free(&model->module);
     data_free(&d);
@@ -619,8 +909,11 @@ static size_t answer_of(const char *text, size_t len, bool final, char *out) { /
 
 typedef struct { Tokenizer *tok; int64_t *ids, n, cap; size_t printed; bool stream; } Answer;
 
+static int64_t tokens_generated; /* (C: every answer's new tokens, for the live line) */
+
 static bool on_answer_token(int64_t token, void *ctx) {
     Answer *s = ctx;
+    tokens_generated++;
     if (s->n == s->cap) s->ids = ac_realloc(s->ids, ac_size_mul(sizeof(int64_t), (size_t)(s->cap = s->cap ? 2 * s->cap : 256)));
     s->ids[s->n++] = token;
     if (!s->stream) return true;
@@ -662,20 +955,6 @@ static char *respond(nn_GPTModel *model, Tokenizer *tok,                        
     return ans;
 }
 
-typedef struct { bool on; double t0; int64_t steps_total; } Live;
-
-static void live_show(const Live *l, int64_t epoch, int64_t epochs, int64_t step, int64_t tokens) {
-    if (!l->on) return;
-    double el = cli_now_seconds() - l->t0, done = (double)(step + 1);
-    fprintf(stderr, "\r\033[Kepoch %lld/%lld  step %lld/%lld  %.0f tokens/s  %.0f s left", (long long)epoch + 1,
-            (long long)epochs, (long long)step + 1, (long long)l->steps_total, (double)tokens / (el > 0 ? el : 1e-9),
-            el / done * (double)(l->steps_total - step - 1));
-}
-
-static void live_clear(const Live *l) {
-    if (l->on) fputs("\r\033[K", stderr);
-}
-
 /* generate_and_print_sample(model, tokenizer, start_context, 50): chapter 5's, greedy */
 static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, const char *start_context, size_t len,
                                       int64_t max_new_tokens) {
@@ -694,7 +973,7 @@ static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, const 
         if (text[i] == '\n') text[i] = ' ';
     fwrite(text, 1, n, stdout);
     putchar('\n');
-    fflush(stdout);
+    longrun_flush("finetune");
     nn_train(&model->module, true);                                               // model.train()
     ac_arena_release(mk);
 }
@@ -704,14 +983,20 @@ static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_
                                   int64_t num_epochs, int64_t eval_freq, int64_t eval_iter,   //         num_epochs, eval_freq, eval_iter,
                                   const char *start_context, size_t start_len,               //         start_context,
                                   Tokenizer *tok, Run *run) {                                 //         tokenizer, log):
-    int64_t tokens_seen = 0, global_step = -1;                                    // tokens_seen, global_step = 0, -1
+    Stand *at = &run->at; /* (C: where the run stands; a --resume starts there) */
+    int64_t tokens_seen = at->seen, global_step = at->global_step;               // tokens_seen, global_step = 0, -1
     int64_t per_epoch = InstructDataLoader_len(train_loader);
-    Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), per_epoch * num_epochs};
-    for (int64_t epoch = 0; epoch < num_epochs; epoch++) {                        // for epoch in range(num_epochs):
+    longrun_live live;
+    longrun_live_start(&live, global_step + 1);
+    for (int64_t epoch = at->epoch; epoch < num_epochs; epoch++) {                // for epoch in range(num_epochs):
         nn_train(&model->module, true);                                           //     model.train()
-        InstructDataLoaderIter it = InstructDataLoader_iter(train_loader);        //     for x, y in train_loader:
+        InstructDataLoaderIter it = {train_loader, 0, 0, NULL, false, false};    //     for x, y in train_loader:
+        if (epoch == at->epoch && at->batches_done >= 0)                          /* (C: a resumed epoch: its order, its batches done) */
+            it.order = at->order, it.next = at->batches_done, it.started = at->order != NULL, at->order = NULL;
+        else
+            it = InstructDataLoader_iter(train_loader);
         Tensor *x, *y;
-        while (InstructDataLoaderIter_next(&it, &x, &y)) {
+        while (!longrun_stopping() && InstructDataLoaderIter_next(&it, &x, &y)) {
             ac_mark mk = ac_arena_mark();
             optim_zero_grad(optimizer);                                           //         optimizer.zero_grad()
             Tensor *loss = gpt_calc_loss_batch(x, y, model);                      //         loss = calc_loss_batch(x, y, model)
@@ -721,7 +1006,9 @@ static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_
             global_step += 1;                                                     //         global_step += 1
             if (run->log) fprintf(run->log, "step %lld loss %.6f\n", (long long)global_step, torch_item(loss)); // log.write(...)
             ac_arena_release(mk);
-            live_show(&live, epoch, num_epochs, global_step, tokens_seen);
+            char what[64];
+            snprintf(what, sizeof what, "epoch %lld/%lld  step", (long long)epoch + 1, (long long)num_epochs);
+            longrun_live_show(&live, what, global_step + 1, per_epoch * num_epochs, (double)(tokens_seen - at->seen), "tokens");
             if (global_step % eval_freq == 0) {                                   //         if global_step % eval_freq == 0:
                 nn_eval(&model->module);                                          //             evaluate_model(model, train_loader, val_loader, eval_iter)
                 bool prev = torch_no_grad_enter();
@@ -729,16 +1016,26 @@ static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_
                 double val_loss = calc_loss_loader(val_loader, model, eval_iter);
                 torch_no_grad_exit(prev);
                 nn_train(&model->module, true);
-                live_clear(&live);
+                longrun_live_clear(&live);
                 printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
                        (long long)global_step, train_loss, val_loss);
-                fflush(stdout);
+                longrun_flush("finetune");
                 series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
             }
+            at->global_step = global_step, at->seen = tokens_seen;
+            longrun_point("step", global_step);
+        }
+        if (longrun_stopping() && !it.done) {                                     /* (C: stopped inside the epoch: the save records where) */
+            stand_in_epoch(at, epoch, it.order, InstructionDataset_len(train_loader->dataset), it.next);
+            InstructDataLoaderIter_free(&it);
+            longrun_live_clear(&live);
+            return tokens_seen;
         }
         InstructDataLoaderIter_free(&it);
-        live_clear(&live);
+        longrun_live_clear(&live);
         generate_and_print_sample(model, tok, start_context, start_len, 50);     //     generate_and_print_sample(model, tokenizer, start_context, 50)
+        at->epoch = epoch + 1, at->batches_done = -1;                             /* (C: the next epoch, from its start) */
+        if (longrun_stopping()) break;
     }
     return tokens_seen;                                                           // return tokens_seen
 }
@@ -800,6 +1097,17 @@ static int answer_prompt(const Flags *a, Tokenizer *tok, nn_GPTModel *model) {
     return ans ? 0 : 1;
 }
 
+typedef struct {
+    nn_GPTModel *model; InstructDataLoader *train_loader, *val_loader; optim_Optimizer *optimizer; const Flags *a; Run *run;
+    const char *start; size_t start_len; Tokenizer *tok;
+} InstructTraining;
+
+static int64_t instruct_training(void *ctx) {
+    InstructTraining *c = ctx;
+    return train_model_simple(c->model, c->train_loader, c->val_loader, c->optimizer, c->a->epochs, c->a->eval_freq,
+                              c->a->eval_iter, c->start, c->start_len, c->tok, c->run);
+}
+
 static int cmd_instruct(const Flags *a) {
     char err[1024];
     if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
@@ -815,9 +1123,9 @@ static int cmd_instruct(const Flags *a) {
     optim_Optimizer *optimizer = NULL;
     Run run = {0};
     char *start = NULL;
-    double tokens_per_epoch = 0;
     if (a->prompt) { /* an answer of a finetuned model: no data */
-        if (!(model = model_for(a)) || !load_weights(a->load, model)) goto out;
+        if (!(model = model_for(a)) || !check_weights(a, "--load", a->load, model, NULL) || !load_weights(a->load, model))
+            goto out;
         rc = answer_prompt(a, tokenizer, model);
         goto out;
     }
@@ -825,12 +1133,7 @@ static int cmd_instruct(const Flags *a) {
         fail("%s%s", err, "");
         goto out;
     }
-    printf("Number of entries: %zu\n", json_len(data));                           // print("Number of entries:", len(data))
     InstructSplits sp = instruct_split(data, a->subset);                         // train_data, test_data, val_data = ... ([:a.subset])
-    printf("Training set length: %lld\n", (long long)sp.train.n);                // print("Training set length:", len(train_data))
-    printf("Validation set length: %lld\n", (long long)sp.val.n);
-    printf("Test set length: %lld\n", (long long)sp.test.n);
-    fflush(stdout);
     if (sp.train.n < a->batch || sp.val.n < 1) {                                  /* the book's loop needs a batch of each */
         fflush(stdout);
         fprintf(stderr, "finetune: %s: the %s split has %lld entries, %s (85%% training, 10%% test, the rest validation)\n",
@@ -845,53 +1148,79 @@ static int cmd_instruct(const Flags *a) {
         fail("%s: %s", a->data, err);
         goto out;
     }
-    CollateArgs collate = {50256, -100, a->allowed_max_length};                   // collate = partial(custom_collate_fn, allowed_max_length=a.allowed_max_length)
-    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
-    InstructDataLoader train_loader = InstructDataLoader_new(train_ds, a->batch, true, true, collate); // DataLoader(..., shuffle=True, drop_last=True)
-    InstructDataLoader val_loader = InstructDataLoader_new(val_ds, a->batch, false, false, collate);   // DataLoader(..., shuffle=False, drop_last=False)
-    if (a->show_batches) {                                                        // if a.show_batches:
-        printf("Train loader:\n");                                                //     print("Train loader:")
-        ac_mark mk = ac_arena_mark();
-        InstructDataLoaderIter it = InstructDataLoader_iter(&train_loader);       //     for inputs, targets in train_loader:
-        Tensor *x = NULL, *y = NULL;
-        while (InstructDataLoaderIter_next(&it, &x, &y)) print_shapes(x, y);     //         print(inputs.shape, targets.shape)
-        InstructDataLoaderIter_free(&it);
-        torch_print(torch_select(x, 0, 0));                                       //     print(inputs[0])
-        torch_print(torch_select(y, 0, 0));                                       //     print(targets[0])
-        fflush(stdout);
-        ac_arena_release(mk);
-    }
     if (!(model = model_for(a))) goto out;                                        // model, cfg = model_for(a)
     if (!fits_context(train_ds, "training", a->allowed_max_length, model->cfg.context_length) ||
         !fits_context(val_ds, "validation", a->allowed_max_length, model->cfg.context_length))
         goto out;
-    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
-    {
+    CollateArgs collate = {50256, -100, a->allowed_max_length};                   // collate = partial(custom_collate_fn, allowed_max_length=a.allowed_max_length)
+    InstructDataLoader train_loader = InstructDataLoader_new(train_ds, a->batch, true, true, collate); // DataLoader(..., shuffle=True, drop_last=True)
+    InstructDataLoader val_loader = InstructDataLoader_new(val_ds, a->batch, false, false, collate);   // DataLoader(..., shuffle=False, drop_last=False)
+    if (!a->load) optimizer = new_optimizer(a, model);
+    run.at = (Stand){.epoch = 0, .batches_done = -1, .global_step = -1, .seen = 0, .done = -1,
+                     .train_batches = InstructDataLoader_len(&train_loader), .batch = a->batch};
+    if (a->load && !check_weights(a, "--load", a->load, model, NULL)) goto out;
+    if (a->resume && !read_stand(a, model, optimizer, run.at.train_batches, &run)) goto out;
+
+    if (!run.resumed) { /* (C: a resumed run printed these lines already) */
+        printf("Number of entries: %zu\n", json_len(data));                       // print("Number of entries:", len(data))
+        printf("Training set length: %lld\n", (long long)sp.train.n);            // print("Training set length:", len(train_data))
+        printf("Validation set length: %lld\n", (long long)sp.val.n);
+        printf("Test set length: %lld\n", (long long)sp.test.n);
+        longrun_flush("finetune");
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed) (C: before the loaders above)
+        if (a->show_batches) {                                                    // if a.show_batches:
+            printf("Train loader:\n");                                            //     print("Train loader:")
+            ac_mark mk = ac_arena_mark();
+            InstructDataLoaderIter it = InstructDataLoader_iter(&train_loader);   //     for inputs, targets in train_loader:
+            Tensor *x = NULL, *y = NULL;
+            while (InstructDataLoaderIter_next(&it, &x, &y)) print_shapes(x, y); //         print(inputs.shape, targets.shape)
+            InstructDataLoaderIter_free(&it);
+            torch_print(torch_select(x, 0, 0));                                   //     print(inputs[0])
+            torch_print(torch_select(y, 0, 0));                                   //     print(targets[0])
+            longrun_flush("finetune");
+            ac_arena_release(mk);
+        }
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
         char b1[32], b2[32];
         bool prev = torch_no_grad_enter();                                        // with torch.no_grad():
         double tl = calc_loss_loader(&train_loader, model, 5), vl = calc_loss_loader(&val_loader, model, 5);
         torch_no_grad_exit(prev);
         printf("Training loss: %s\n", ac_pyfloat(tl, b1));                        //     print("Training loss:", calc_loss_loader(train_loader, model, 5))
         printf("Validation loss: %s\n", ac_pyfloat(vl, b2));                      //     print("Validation loss:", calc_loss_loader(val_loader, model, 5))
-        fflush(stdout);
+        longrun_flush("finetune");
     }
     if (a->load) {                                                                /* (the C's --load: a finetuned run's weights) */
         if (!load_weights(a->load, model)) goto out;
     } else {
         size_t start_len;
         start = format_input_len(sp.val.entries[0], &start_len);                 // format_input(val_data[0])
-        double t0 = cli_now_seconds();                                            // t0 = time.time()
-        if (!(optimizer = start_training(a, model, &run))) goto out;
-        int64_t tokens_seen = train_model_simple(model, &train_loader, &val_loader, optimizer, a->epochs, a->eval_freq,
-                                                 a->eval_iter, start, start_len, tokenizer, &run);
-        tokens_per_epoch = a->epochs ? (double)tokens_seen / (double)a->epochs : 0; /* batches vary in length: the run's mean */
-        if (!end_training(a, &run, t0)) goto out;
+        InstructTraining c = {model, &train_loader, &val_loader, optimizer, a, &run, start, start_len, tokenizer}; // train_model_simple(...)
+        if (!train_and_save(a, model, optimizer, &run, instruct_training, &c, &rc)) goto out;
     }
     nn_eval(&model->module);                                                      // model.eval()
     torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
     test_json = instruct_list_json(sp.test);
     int64_t n_answers = a->responses ? sp.test.n : sp.test.n < 3 ? sp.test.n : 3;
-    for (int64_t i = 0; i < n_answers; i++) {                                     // for entry in test_data[:3]: (and all of them for --responses)
+    int64_t first = run.at.done > 0 ? run.at.done : 0;                            /* (C: a resumed run's answers done) */
+    if (first > n_answers) first = n_answers;
+    char **answers = ac_malloc(sizeof(char *) * (size_t)(n_answers > first ? n_answers : first) + 1);
+    for (int64_t i = 0; i < first; i++) {
+        answers[i] = run.at.answers[i];
+        json_set_string(json_at(test_json, (size_t)i), "model_response", answers[i], strlen(answers[i]));
+    }
+    free(run.at.answers);
+    run.at.answers = answers, run.at.done = first;
+    longrun_unit("finetune", "answer");
+    longrun_live live;
+    longrun_live_start(&live, first);
+    int64_t tokens0 = tokens_generated;
+    for (int64_t i = first; i < n_answers; i++) {                                 // for entry in test_data[:3]: (and all of them for --responses)
+        if (longrun_stopping()) {
+            char after[64];
+            snprintf(after, sizeof after, "answer %lld of %lld", (long long)i, (long long)n_answers);
+            rc = stop_run(a, model, NULL, &run, after);
+            goto out;
+        }
         JsonValue *entry = json_at(test_json, (size_t)i);
         size_t plen;
         char *prompt = format_input_len(entry, &plen);
@@ -900,27 +1229,30 @@ static int cmd_instruct(const Flags *a) {
             free(prompt);
             goto out;
         }
+        longrun_live_clear(&live);
         if (i < 3) {
             fwrite(prompt, 1, plen, stdout);                                      //     print(format_input(entry))
             printf("\n\nCorrect response:\n>> %s\n", instruct_field(entry, "output")); // print(f"\nCorrect response:\n>> {entry['output']}")
             printf("\nModel response:\n>> %s\n", ans);                            //     print(f"\nModel response:\n>> {respond(...)}")
             printf("-------------------------------------\n");
-            fflush(stdout);
+            longrun_flush("finetune");
         }
         json_set_string(entry, "model_response", ans, strlen(ans));               // entry["model_response"] = respond(...)
-        free(prompt), free(ans);
+        free(prompt);
+        run.at.answers[i] = ans, run.at.done = i + 1;
+        longrun_live_show(&live, "answer", i + 1, n_answers, (double)(tokens_generated - tokens0), "tokens");
+        longrun_point("answer", i + 1);
     }
+    longrun_live_clear(&live);
     if (a->responses && !json_dump(test_json, a->responses, 4, err, sizeof err)) { // json.dump(test_data, f, indent=4)
         fail("--responses %s%s", err, "");
         goto out;
     }
-    if (a->save && !save_model(a->save, model)) goto out;                         // if a.save: torch.save(model.state_dict(), a.save)
-    Figures fig = {&run.loss, &run.acc, tokens_per_epoch};
+    Figures fig = {&run.loss, &run.acc, a->epochs ? (double)run.at.seen / (double)a->epochs : 0}; /* (C: batches vary in length: the run's mean) */
     if (!write_figure(a, draw_instruct_losses, &fig)) goto out;
     rc = 0;
 out:
-    if (run.log) fclose(run.log);
-    series_free(&run.loss), series_free(&run.acc);
+    run_free(&run);
     free(start);
     optim_free(optimizer);
     if (model) nn_free(&model->module);
@@ -996,7 +1328,7 @@ static void write_classify_page(FILE *f, const char *out, size_t len) {
         {"data", "The data: pandas' TSV, a balanced set, three splits, the loaders", finetune_example_source,
          "examples/finetune.c", "load_data", NULL},
         {"model", "A new head; the rest frozen (chapter 6) or LoRA on every Linear (appendix E)", finetune_example_source,
-         "examples/finetune.c", "prepare_model", NULL},
+         "examples/finetune.c", "prepare_model print_model", NULL},
         {"model", NULL, finetune_lora_source, "nn/lora.c",
          page_lora ? "nn_LoRALayer_new nn_LoRALayer_forward nn_LinearWithLoRA_forward nn_replace_linear_with_lora"
                    : "nn_replace_linear_with_lora", "Appendix E: LoRALayer, LinearWithLoRA, replace_linear_with_lora"},
@@ -1060,6 +1392,7 @@ int main(int argc, char **argv) {
     Flags a;
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
+    longrun_show_progress(); /* a live line for the library's long loops (loading, evaluating), on a terminal */
     rc = a.html ? run_with_page(&a) : a.cmd == CLASSIFY ? cmd_classify(&a) : cmd_instruct(&a);
     ac_shutdown();
     return ac_finish_output("finetune", rc);

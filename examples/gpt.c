@@ -32,6 +32,7 @@
 #include "viz.h"
 
 #include "cli.h"
+#include "longrun.h"
 #include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/gpt/gpt.c, nn/attention.c */
 
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
@@ -367,27 +368,6 @@ static int cmd_tokenize(const Flags *a) {
 
 /* ---- what the two commands share ------------------------------------------------------------------ */
 
-static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
-
-static void on_signal(int sig) {
-    if (!interrupted) {
-        static const char msg[] = "\ngpt: stopping after this step (again to quit at once)\n";
-        ssize_t w = write(2, msg, sizeof msg - 1);
-        (void)w;
-        interrupted = sig;
-    } else {
-        _exit(128 + sig);
-    }
-}
-
-static void catch_signals(void) {
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-#ifdef SIGHUP
-    signal(SIGHUP, on_signal);
-#endif
-}
-
 /* print(x) of a Python float: the shortest digits that read back as x; fixed notation for decimal
  * exponents from -4 to 15 (with ".0" when whole), else 1.5e-05 / 1e+16. */
 static const char *py_float(double x, char buf[40]) {
@@ -717,7 +697,9 @@ static bool save_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt,
         names[n] = "curve.train", tens[n++] = torch_tensor_double(p->curve->train, SHAPE(k));
         names[n] = "curve.val", tens[n++] = torch_tensor_double(p->curve->val, SHAPE(k));
     }
+    longrun_save_begin(path);
     bool ok = nn_GPTModel_save(path, model, opt, (nn_TensorList){n, names, tens}, 6, meta, err, sizeof err);
+    longrun_save_end();
     if (!ok) fprintf(stderr, "gpt: --save: %s\n", err);
     ac_arena_release(m);
     return ok;
@@ -831,7 +813,7 @@ static void generate_and_print_sample(nn_GPTModel *model, Tokenizer *tok, Tensor
         if (text[i] == '\n') text[i] = ' ';
     fwrite(text, 1, len, stdout);                                                 /* print(..., flush=True) */
     putchar('\n');
-    fflush(stdout);
+    longrun_flush("gpt");
     nn_train(&model->module, true);                                               /* model.train() */
     ac_arena_release(m);
 }
@@ -979,19 +961,19 @@ static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix
     nn_train(&model->module, true);       /* still untouched: the generator goes where that left it) */
     opt = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false);
     if (a->load && !load_run(a->load, model, opt, &pos, &it, &curve)) goto done; /* AdamW(model.parameters(), lr, weight_decay) */
-    catch_signals();
+    longrun_catch_signals("gpt");
     double tokens_per_epoch = (double)(n_train * a->batch * a->context);
     Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), n_train * a->epochs, pos.global_step + 1};
     double t0 = cli_now_seconds();                                                /* t0 = time.time() */
     int64_t tokens_seen = pos.tokens_seen, global_step = pos.global_step;        /* tokens_seen, global_step = 0, -1 */
     rc = 0;
-    for (int64_t epoch = pos.epoch; epoch < a->epochs && !interrupted; epoch++) { /* for epoch in range(num_epochs): */
+    for (int64_t epoch = pos.epoch; epoch < a->epochs && !longrun_signal; epoch++) { /* for epoch in range(num_epochs): */
         nn_train(&model->module, true);                                           /*     model.train() */
         if (!(epoch == pos.epoch && pos.batches_done >= 0)) it = DataLoader_iter(&train_loader);
         it.loader = &train_loader;
         Tensor *input_batch, *target_batch;
         for (;;) {                                                                /*     for input_batch, target_batch in train_loader: */
-            if (interrupted) break;
+            if (longrun_signal) break;
             ac_mark m = ac_arena_mark();
             if (!DataLoaderIter_next(&it, &input_batch, &target_batch)) break;
             optim_zero_grad(opt);                                                 /*         optimizer.zero_grad() */
@@ -1015,15 +997,16 @@ static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix
                 live_clear(&live);
                 printf("Ep %lld (%s %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, appd ? "Iter" : "Step", (long long)global_step,
                        py_3f(train_loss, b1), py_3f(val_loss, b2));
-                fflush(stdout);
+                longrun_flush("gpt");
                 curve_add(&curve, (double)tokens_seen / tokens_per_epoch, train_loss, val_loss);
                 if (a->plot && !write_losses(a->plot, &curve, tokens_per_epoch, appd ? &sched : NULL)) rc = 1;
             }
             ac_arena_release(m);
             live_show(&live, epoch, a->epochs, global_step, a->batch * a->context);
+            longrun_point("step", global_step);
         }
         pos.epoch = epoch, pos.batches_done = it.next, pos.global_step = global_step, pos.tokens_seen = tokens_seen;
-        if (interrupted && !it.done) break; /* (C: stopped inside the epoch: the save records where) */
+        if (longrun_signal && !it.done) break; /* (C: stopped inside the epoch: the save records where) */
         live_clear(&live);
         generate_and_print_sample(model, tok, start, a->sample_tokens, !a->no_kv_cache); /* generate_and_print_sample(...) */
         DataLoaderIter_free(&it);
@@ -1036,16 +1019,18 @@ static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix
     }
     log = NULL;
     if (a->plot && curve.n && !write_losses(a->plot, &curve, tokens_per_epoch, appd ? &sched : NULL)) rc = 1;
-    if (interrupted) {
+    if (longrun_signal) {
         bool saved = a->save && save_run(a->save, model, opt, &pos);
-        fprintf(stderr, "gpt: stopped by signal %d after step %lld%s%s\n", (int)interrupted, (long long)global_step,
-                saved ? "; saved to " : "", saved ? a->save : "");
-        rc = a->save && !saved ? 1 : 128 + (int)interrupted;
+        char after[48];
+        snprintf(after, sizeof after, "step %lld", (long long)global_step);
+        rc = longrun_stopped("gpt", after, a->save, saved);
         goto done;
     }
     torch_Generator at_end = torch_default_generator; /* (C: where a --load of the --save goes on from) */
     if (page_wanted) page_pictures(model, tok, start, &curve, tokens_per_epoch);
-    fprintf(stderr, "(training took %.1f s)\n", cli_now_seconds() - t0);         /* print(f"(training took ...)", file=sys.stderr) */
+    char np[32];
+    fprintf(stderr, "(training took %.1f s; the model has %s parameters)\n", cli_now_seconds() - t0, /* print(f"(training took ...)", file=sys.stderr) */
+            cli_thousands(nn_num_parameters(&model->module), np));
     if (appd) goto save;
     nn_eval(&model->module);                                                      /* model.eval() */
     size_t tl;
@@ -1102,7 +1087,7 @@ static bool on_token(int64_t token, void *ctx) {
     if (s->n == s->cap) s->ids = ac_realloc(s->ids, ac_size_mul(sizeof(int64_t), (size_t)(s->cap *= 2)));
     s->ids[s->n++] = token;
     stream_print(s, false);
-    return !interrupted;
+    return !longrun_signal;
 }
 
 static int cmd_generate(const Flags *a) {
@@ -1161,6 +1146,12 @@ static int cmd_generate(const Flags *a) {
         }
     }
     nn_eval(&model->module);                                                      /* model.eval() */
+    if (a->top_k > model->cfg.vocab_size) { /* (C: refused before the first token, as torch.topk would fail at it) */
+        fprintf(stderr, "gpt: --top-k: top_k (%lld) is larger than the vocabulary (%lld): selected index k out of range "
+                "(give at most %lld)\n", a->top_k, (long long)model->cfg.vocab_size, (long long)model->cfg.vocab_size);
+        nn_free(&model->module);
+        goto out;
+    }
     Tensor *idx = text_to_token_ids(prompt, tok, "--prompt");                    /* idx = text_to_token_ids(a.prompt, tokenizer) */
     if (idx) {
         int64_t n0 = idx->shape[1];
@@ -1168,7 +1159,8 @@ static int cmd_generate(const Flags *a) {
         Tensor *ci = torch_contiguous(idx);
         memcpy(s.ids, (const int64_t *)ci->data + ci->offset, sizeof(int64_t) * (size_t)n0);
         s.n = n0;
-        catch_signals();
+        longrun_catch_signals("gpt");
+        longrun_unit("gpt", "token");
         fputs("Output text: ", stdout);                                           /* print("Output text:", token_ids_to_text(ids, tokenizer)) */
         stream_print(&s, false);
         if (a->temperature == 0 && a->top_k < 0 && a->eos_id < 0)                 /* if a.temperature == 0 and a.top_k is None and a.eos_id is None: */
@@ -1181,8 +1173,8 @@ static int cmd_generate(const Flags *a) {
         stream_print(&s, true);
         putchar('\n');
         free(s.ids);
-        rc = interrupted ? 128 + (int)interrupted : 0;
-        if (interrupted) fprintf(stderr, "gpt: stopped by signal %d after %lld tokens\n", (int)interrupted, (long long)(s.n - n0));
+        rc = longrun_signal ? 128 + (int)longrun_signal : 0;
+        if (longrun_signal) fprintf(stderr, "gpt: stopped by signal %d after %lld tokens\n", (int)longrun_signal, (long long)(s.n - n0));
     }
     nn_free(&model->module);
 out:
@@ -1215,6 +1207,7 @@ int main(int argc, char **argv) {
     Flags a;
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
+    longrun_show_progress(); /* a live line for the library's long loops, on a terminal */
     if (a.cmd == TOKENIZE) rc = cmd_tokenize(&a);
     else if (a.cmd == TRAIN && a.html) rc = train_with_page(&a);
     else if (a.cmd == TRAIN) rc = cmd_train(&a);

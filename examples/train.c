@@ -33,6 +33,7 @@
 
 #include "nn.h"
 #include "cli.h"
+#include "longrun.h"
 #include "extend.h"
 #include "optim.h"
 #include "safetensors.h"
@@ -188,8 +189,6 @@ static char *read_file(const char *path, size_t *len) {
 
 /* ---- sampling ---------------------------------------------------------------------------------- */
 
-static volatile sig_atomic_t interrupted; /* the signal that asked to stop (SIGINT, SIGTERM, SIGHUP), or 0 */
-
 /* The prompt's characters as tokens (in the arena, room for `extra` more);
  * those not in the vocabulary are skipped (check_prompt said so before
  * training); an empty prompt is token 0. */
@@ -261,7 +260,7 @@ static void sample(nn_ToyLM *model, const CharText *ct, const char *prompt, long
     bool prev = torch_no_grad_enter();                                     /* with torch.no_grad(): */
     char buf[5];
     for (int64_t i = 0; i < len; i++) fwrite(buf, 1, (size_t)chartext_decode(ct, ids[i], buf), stdout);
-    for (long s = 0; s < n && !interrupted; s++) {
+    for (long s = 0; s < n && !longrun_signal; s++) {
         ac_mark m = ac_arena_mark();
         int64_t start = len > ctx ? len - ctx : 0, t = len - start;
         Tensor *idx = torch_tensor_long(ids + start, SHAPE(1, t));        /* idx_cond = idx[:, -context:] */
@@ -373,13 +372,14 @@ static struct {
     torch_Generator gen_step; /* the generator as that step left it */
 } run;
 
-static void on_signal(int sig) { interrupted = sig; }
 
 static bool save(const char *path) {
     char err[512];
     torch_Generator now = torch_default_generator;
     torch_default_generator = run.gen_step; /* the generator of the last whole step */
+    longrun_save_begin(path);
     bool ok = nn_ToyLM_save_checkpoint(path, run.model, run.opt, run.ct, run.step, err, sizeof err);
+    longrun_save_end();
     torch_default_generator = now;
     if (!ok) fprintf(stderr, "train: --save: %s\n", err);
     return ok;
@@ -499,17 +499,13 @@ int main(int argc, char **argv) {
         goto done;
     }
     bool tty = isatty(fileno(stdout));
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-#ifdef SIGHUP
-    signal(SIGHUP, on_signal);
-#endif
+    longrun_catch_signals("train");
     long step = (long)step0, last_step = (long)step0 + a.steps;
     run.step = step;
     run.gen_step = torch_default_generator;
     run.phase = TRAINING;
     double t0 = cli_now_seconds(), last_loss = NAN;
-    for (long s = step + 1; s <= last_step && !interrupted; s++) {     /* for step in range(1, a.steps + 1): */
+    for (long s = step + 1; s <= last_step && !longrun_signal; s++) {     /* for step in range(1, a.steps + 1): */
         ac_mark m = ac_arena_mark();
         Tensor *x, *y;
         nn_ToyLM_get_batch(&ct, a.batch, a.context, &x, &y);              /* ix = torch.randint(...); x, y = ... */
@@ -539,31 +535,32 @@ int main(int argc, char **argv) {
             printf("step %ld loss %s\n", s, ls);                       /* print(f"step {step} loss {loss.item():.6f}") */
         }
         ac_arena_release(m);
+        longrun_point("step", s);
         if (a.save && a.save_every > 0 && (s - step0) % a.save_every == 0 && s < last_step && !save(a.save)) rc = 1;
     }
     run.phase = SETUP;
     if (tty && step > step0) { /* the progress line gives way to a summary that keeps the last loss */
         double el = cli_now_seconds() - t0;
         printf("\rtrained steps %lld..%ld in %.2f s (%.2f ms/step), final loss %.6f%s\n", (long long)step0 + 1, step,
-               el, 1e3 * el / (double)(step - step0), last_loss, interrupted ? ", stopped" : "          ");
+               el, 1e3 * el / (double)(step - step0), last_loss, longrun_signal ? ", stopped" : "          ");
     }
     if (a.plot && step > step0 && !write_curve(a.plot, &curve)) rc = 1;
     if (a.save && !save(a.save)) rc = 1;
-    if (interrupted) {
-        fprintf(stderr, "train: stopped by signal %d after step %ld%s%s\n", (int)interrupted, step,
-                a.save && rc == 0 ? "; saved to " : "", a.save && rc == 0 ? a.save : "");
-        rc = 128 + (int)interrupted; /* as a shell reports a process a signal ended */
+    if (longrun_signal) {
+        char after[48];
+        snprintf(after, sizeof after, "step %ld", step);
+        rc = longrun_stopped("train", after, a.save, a.save && rc == 0);
     }
-    if (a.attention_svg && !interrupted && !attention_svg(a.attention_svg, model, &ct, prompt, step))
+    if (a.attention_svg && !longrun_signal && !attention_svg(a.attention_svg, model, &ct, prompt, step))
         rc = 1;
-    if (a.sample > 0 && !interrupted) {
+    if (a.sample > 0 && !longrun_signal) {
         if (a.sample_given || !a.data) printf("--- sample ---\n");
         run.phase = SAMPLING;
         sample(model, &ct, prompt, a.sample, a.temperature, a.top_k);
         run.phase = SETUP;
-        if (interrupted) {
-            fprintf(stderr, "train: sampling stopped by signal %d\n", (int)interrupted);
-            rc = 128 + (int)interrupted;
+        if (longrun_signal) {
+            fprintf(stderr, "train: sampling stopped by signal %d\n", (int)longrun_signal);
+            rc = 128 + (int)longrun_signal;
         }
     }
 done:

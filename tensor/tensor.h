@@ -170,6 +170,14 @@ ac_error_kind ac_last_error_kind(void);   /* and its kind */
  * as coreutils do: output that was lost is never a success. */
 int ac_finish_output(const char *program, int rc);
 
+/* Progress of a long loop inside the library (a loader's batches as a model is evaluated, a
+ * model's tensors as they load): fn(what, done, total, user) with done 0 when the loop starts and
+ * after each item, total at the end. A program draws a live line with it (examples/longrun.h);
+ * by default nothing is called. One handler for the process; set it before any thread runs. */
+typedef void (*ac_progress_handler)(const char *what, int64_t done, int64_t total, void *user);
+void ac_set_progress_handler(ac_progress_handler fn, void *user);
+void ac_progress(const char *what, int64_t done, int64_t total); /* tells the handler, if there is one */
+
 /* ---- creation ------------------------------------------------------------- */
 Tensor *torch_tensor(const float *data, int ndim, const int64_t *shape);        /* float32 copy */
 Tensor *torch_tensor_long(const int64_t *data, int ndim, const int64_t *shape); /* int64 copy */

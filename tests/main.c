@@ -9,6 +9,7 @@ Suite *suite_json(void);       /* tests/test_json.c */
 Suite *suite_instruct(void);   /* tests/test_instruct.c */
 Suite *suite_finetune(void);  /* tests/test_finetune.c */
 Suite *suite_release(void);   /* tests/test_release.c */
+Suite *suite_longrun(void);   /* tests/test_longrun.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -37,6 +38,7 @@ int main(void) {
     srunner_add_suite(sr, suite_error_table());
     srunner_add_suite(sr, suite_tokenizer());
     srunner_add_suite(sr, suite_gpt());
+    srunner_add_suite(sr, suite_longrun());
     srunner_add_suite(sr, suite_build());
     srunner_add_suite(sr, suite_appendix_a());
     srunner_add_suite(sr, suite_spam_data());

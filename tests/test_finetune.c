@@ -284,17 +284,6 @@ static void check_log(const char *cmd, const char *log, const Run *run, bool exa
     free(text);
 }
 
-static bool under_asan(void) {
-#if defined(__SANITIZE_ADDRESS__)
-    return true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-    return true;
-#endif
-#endif
-    return false;
-}
-
 /* Each record of the golden file run as `finetune COMMAND`, in exact then the default math */
 static void check_against_pytorch(const char *golden_file, const char *command, const char *data, int want_runs) {
     static Run runs[8];

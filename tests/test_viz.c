@@ -355,12 +355,15 @@ START_TEST(test_plot) {
     ck_assert_int_eq(moves, 3);
     ck_assert_msg(strstr(svg, "d=\"M72.00 ") != NULL, "the x axis starts at the first step");
     ck_assert_int_eq(count(svg, ">loss</text>"), 3); /* title, y label, legend */
+    /* a point without a neighbour draws no line: 2.5 (between NaN and inf) and 2.0 (after inf) get a marker */
+    ck_assert_int_eq(count(svg, "<circle "), 2);
     free(svg);
     ac_series odd[3] = {{"none", 0, x, y}, {"one", 1, x, y}, {"huge", 2, big, big}};
     for (int k = 1; k <= 3; k++) {
         a = (Args){.ns = k, .s = odd};
         svg = render(plot, &a, &n);
         assert_xml(svg, n, "plot of odd data");
+        ck_assert_msg(count(svg, "<circle ") == (k >= 2), "%d series: a single point is %sdrawn as a marker", k, k >= 2 ? "not " : "");
         free(svg);
     }
     FILE *null = fopen("/dev/null", "w");

@@ -21,6 +21,7 @@ int run_command(const char *cmd, char **out); /* exit status; stdout malloc'd in
 const char *build_dir(void);             /* $AC_BUILD or build: where the programs under test are */
 char *temp_dir(void);                    /* a new directory under /tmp (static buffer) */
 void remove_dir(const char *dir);        /* rm -rf */
+bool under_asan(void);                   /* built with AddressSanitizer */
 /* Runs fn in a forked child and returns its wait status; what it wrote to
  * stderr lands in buf (NUL-terminated). */
 int child_stderr(void (*fn)(void), char *buf, size_t n);

@@ -235,3 +235,15 @@ void assert_page_rows(const char *page, const char *what) {
     }
     ck_assert_msg(rows > 0 && functions > 0, "%s: %d rows, %d functions", what, rows, functions);
 }
+
+/* Built with AddressSanitizer (make test's second pass): runs there look for memory errors */
+bool under_asan(void) {
+#if defined(__SANITIZE_ADDRESS__)
+    return true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+    return true;
+#endif
+#endif
+    return false;
+}

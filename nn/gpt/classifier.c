@@ -25,6 +25,7 @@ double gpt_calc_accuracy_loader(TensorDataLoader *loader, nn_GPTModel *model, in
     num_batches = batches_to_read(loader, num_batches);
     TensorDataLoaderIter it = TensorDataLoader_iter(loader);                       //     for i, (x, y) in enumerate(data_loader):
     Tensor *x, *y;
+    ac_progress("accuracy, batch", 0, num_batches);                               // (C: a live line, on a terminal)
     for (int64_t i = 0; i < num_batches && TensorDataLoaderIter_next(&it, &x, &y); i++) { //         if i >= num_batches: break
         ac_mark mk = ac_arena_mark();
         bool prev = torch_no_grad_enter();                                         //         with torch.no_grad():
@@ -35,6 +36,7 @@ double gpt_calc_accuracy_loader(TensorDataLoader *loader, nn_GPTModel *model, in
         const int64_t *p = predicted->data, *t = (const int64_t *)y->data + y->offset;
         for (int64_t k = 0; k < predicted->shape[0]; k++) correct += p[k] == t[k * y->stride[0]]; // correct += (predicted == y).sum().item()
         ac_arena_release(mk);
+        ac_progress("accuracy, batch", i + 1, num_batches);
     }
     TensorDataLoaderIter_free(&it);
     return n ? (double)correct / (double)n : NAN;                                  //     return correct / n
@@ -46,10 +48,12 @@ double gpt_calc_loss_loader_cls(TensorDataLoader *loader, nn_GPTModel *model, in
     double total = 0.0;                                                            //     total = 0.0
     TensorDataLoaderIter it = TensorDataLoader_iter(loader);                       //     for i, (x, y) in enumerate(loader):
     Tensor *x, *y;
+    ac_progress("loss, batch", 0, num_batches);                                   // (C: a live line, on a terminal)
     for (int64_t i = 0; i < num_batches && TensorDataLoaderIter_next(&it, &x, &y); i++) {
         ac_mark mk = ac_arena_mark();
         total += torch_item(gpt_calc_loss_batch_cls(x, y, model));                 //         total += calc_loss_batch(x, y, model).item()
         ac_arena_release(mk);
+        ac_progress("loss, batch", i + 1, num_batches);
     }
     TensorDataLoaderIter_free(&it);
     return total / (double)num_batches;                                            //     return total / num_batches

@@ -396,10 +396,12 @@ double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_
     double total = 0.0;                                                           //     total = 0.0
     DataLoaderIter it = DataLoader_iter(loader);                                  //     for i, (x, y) in enumerate(loader):
     Tensor *x, *y;
+    ac_progress("loss, batch", 0, num_batches);                                   // (C: a live line, on a terminal)
     for (int64_t i = 0; i < num_batches && DataLoaderIter_next(&it, &x, &y); i++) {
         ac_mark mk = ac_arena_mark();
         total += torch_item(gpt_calc_loss_batch(x, y, model));                    //         total += calc_loss_batch(x, y, model).item()
         ac_arena_release(mk);
+        ac_progress("loss, batch", i + 1, num_batches);
     }
     DataLoaderIter_free(&it);
     return total / (double)num_batches;                                           //     return total / num_batches

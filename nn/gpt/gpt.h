@@ -174,6 +174,9 @@ bool nn_GPTModel_save(const char *path, nn_GPTModel *model, optim_Optimizer *opt
 bool nn_GPTModel_config_of(const char *path, nn_GPTConfig *cfg, bool *has_config, char *err, size_t errlen);
 bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
                       size_t errlen);
+/* The same checks from PATH's header alone (names, dtypes, shapes, the config; nothing copied, no
+ * weight read): a program refuses a file that does not fit before its first line of output. */
+bool nn_GPTModel_check_file(const char *path, nn_GPTModel *model, optim_Optimizer *opt, char *err, size_t errlen);
 
 /* OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors, as
  * openai-community/gpt2 ships them; nn/gpt2_weights.c): the config from config.json (qkv_bias,

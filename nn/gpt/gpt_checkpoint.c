@@ -9,6 +9,10 @@
 
 #define FORMAT "attention.c GPTModel"
 
+/* What a checkpoint holds beside the state_dict: AdamW, the generator, and the caller's extra
+ * tensors (where a run stands: "loader.*", "curve.*", "run.*") */
+static const char *const checkpoint_extras[] = {"optim.", "rng_state", "loader.", "curve.", "run.", NULL};
+
 static void config_str(nn_GPTConfig c, char *buf, size_t len) {
     snprintf(buf, len, "%lld %lld %lld %lld %lld %.17g %d", (long long)c.vocab_size, (long long)c.context_length,
              (long long)c.emb_dim, (long long)c.n_heads, (long long)c.n_layers, c.drop_rate, c.qkv_bias ? 1 : 0);
@@ -62,9 +66,9 @@ bool nn_GPTModel_config_of(const char *path, nn_GPTConfig *cfg, bool *has_config
     return ok;
 }
 
-bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
-                      size_t errlen) {
-    if (!safetensors_load(path, f, err, errlen)) return false;
+/* Does f (a whole file, or its header alone: no value is read then) fit model (and opt)? */
+static bool fits(const char *path, const safetensors_File *f, nn_GPTModel *model, optim_Optimizer *opt, bool header_only,
+                 char *err, size_t errlen) {
     const char *format = safetensors_meta(f, "format");
     if (format && strcmp(format, FORMAT) != 0) {
         snprintf(err, errlen, "%s is a checkpoint of \"%.60s\", not of the book's GPTModel", path, format);
@@ -91,20 +95,33 @@ bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt
                  path);
         return false;
     }
-    const char *const ignore[] = {"optim.", "rng_state", "loader.", "curve.", NULL}; /* the caller's extra tensors */
-    nn_TensorList sd = nn_state_dict(&model->module);
-    if (!safetensors_copy_into(f, sd, ignore, false, err, errlen)) return false;
-    nn_TensorList ostate = nn_checkpoint_optim_state(f);
-    Tensor *rng = safetensors_get(f, "rng_state");
+    if (!safetensors_copy_into(f, nn_state_dict(&model->module), checkpoint_extras, false, err, errlen)) return false;
     if (opt) {
-        if (!optim_load_state_dict(opt, ostate, false, err, errlen)) return false;
+        if (!optim_load_state_dict(opt, nn_checkpoint_optim_state(f), false, err, errlen)) return false;
+        Tensor *rng = safetensors_get(f, "rng_state");
         if (!rng) {
             snprintf(err, errlen, "%s has no rng_state (without it a resumed run draws other batches and dropout)", path);
             return false;
         }
-        if (!ac_rng_state_check(rng, err, errlen)) return false;
+        if (!header_only && !ac_rng_state_check(rng, err, errlen)) return false;
     }
-    safetensors_copy_into(f, sd, ignore, true, err, errlen); /* all checked: now change things */
+    return true;
+}
+
+bool nn_GPTModel_check_file(const char *path, nn_GPTModel *model, optim_Optimizer *opt, char *err, size_t errlen) {
+    ac_mark m = ac_arena_mark();
+    safetensors_File f;
+    bool ok = safetensors_load_header(path, &f, err, errlen) && fits(path, &f, model, opt, true, err, errlen);
+    ac_arena_release(m);
+    return ok;
+}
+
+bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt, safetensors_File *f, char *err,
+                      size_t errlen) {
+    if (!safetensors_load(path, f, err, errlen) || !fits(path, f, model, opt, false, err, errlen)) return false;
+    nn_TensorList sd = nn_state_dict(&model->module), ostate = nn_checkpoint_optim_state(f);
+    Tensor *rng = safetensors_get(f, "rng_state");
+    safetensors_copy_into(f, sd, checkpoint_extras, true, err, errlen); /* all checked: now change things */
     if (opt) {
         optim_load_state_dict(opt, ostate, true, err, errlen);
         torch_set_rng_state(rng);

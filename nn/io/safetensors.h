@@ -28,8 +28,10 @@ typedef struct {
     const char **meta_keys, **meta_values;
 } safetensors_File;
 bool safetensors_load(const char *path, safetensors_File *out, char *err, size_t errlen);
-/* The same checks of the whole header, its metadata read, no tensor's data (out->tensors empty):
- * what a file holds, before anything is built for it. */
+/* The same checks of the whole header, its metadata read, no tensor's data: out->tensors has each
+ * entry's name, dtype and shape as a broadcast of one zero (every stride 0; a check of names and
+ * shapes, such as safetensors_copy_into(..., apply=false), reads nothing else): what a file holds,
+ * before anything is built for it. */
 bool safetensors_load_header(const char *path, safetensors_File *out, char *err, size_t errlen);
 const char *safetensors_meta(const safetensors_File *f, const char *key); /* NULL if absent */
 Tensor *safetensors_get(const safetensors_File *f, const char *name);     /* NULL if absent */

@@ -94,6 +94,12 @@ bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_serie
             pen = true;
         }
         fputs("\"/>\n", f);
+        for (int64_t i = 0; i < sr->n; i++) { /* a point with no neighbour draws no line: a marker shows it */
+#define OK(k) ((k) >= 0 && (k) < sr->n && isfinite(sr->x[k]) && isfinite(sr->y[k]))
+            if (OK(i) && !OK(i - 1) && !OK(i + 1))
+                fprintf(f, "<circle cx=\"%.2f\" cy=\"%.2f\" r=\"3\" fill=\"%s\"/>\n", PX(sr->x[i]), PY(sr->y[i]), palette[s]);
+#undef OK
+        }
         if (sr->name) {
             double y = T + 14 + 18 * legend++;
             double x = L + pw - 12 - ac_text_columns(sr->name) * SVG_CHAR_W - 28;
