@@ -460,7 +460,7 @@ int main(int argc, char **argv) {
         return 2;
     }
     FILE *log = NULL;
-    if (a.log && !(log = fopen(a.log, "w"))) {
+    if (a.log && !(log = fopen(a.log, a.load ? "a" : "w"))) { /* a resumed run's steps go on after the first run's */
         fprintf(stderr, "train: cannot write --log %s: %s\n", a.log, strerror(errno));
         chartext_free(&ct);
         return 1;

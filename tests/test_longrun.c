@@ -111,6 +111,47 @@ START_TEST(test_instruct_stops_and_resumes) {
 }
 END_TEST
 
+/* gpt train and the toy trainer, stopped and resumed by their --load, in both maths: the halves'
+ * stdout and --log are the uninterrupted run's */
+START_TEST(test_gpt_and_train_stop_and_resume) {
+    char *dir = temp_dir(), cmd[4096];
+    static const struct { const char *base, *first, *rest, *where; } runs[] = {
+        {"gpt train --data DATA --layers 2 --emb-dim 16 --heads 2 --context 12 --epochs 2 --eval-freq 3 --sample-tokens 4",
+         "", "", "step 10"},
+        {"train --data DATA --batch 4 --context 16", " --steps 40", " --steps 17", "step 23"},
+    };
+    for (int r = 0; r < 2; r++)
+        for (int exact = under_asan() ? 0 : 1; exact >= 0; exact--) {
+            char base[1500], *o = base;
+            for (const char *p = runs[r].base; *p;)
+                if (!strncmp(p, "DATA", 4)) o += sprintf(o, "%s", shared_path("data/the-verdict.txt")), p += 4;
+                else *o++ = *p++;
+            *o = 0;
+            const char *tk = r == 0 ? " --tokenizer " : "", *tkp = r == 0 ? shared_path("data/gpt2") : "", *ex = exact ? " --exact" : "";
+            snprintf(cmd, sizeof cmd, "%s/%s%s%s%s%s --log %s/full.log > %s/full.txt 2>/dev/null", build_dir(), base,
+                     runs[r].first, tk, tkp, ex, dir, dir);
+            ck_assert_msg(system(cmd) == 0, "%s", cmd);
+            snprintf(cmd, sizeof cmd, "AC_TEST_SIGNAL='%s' %s/%s%s%s%s%s --log %s/half.log --save %s/ck.safetensors > %s/a.txt "
+                     "2>%s/a.err", runs[r].where, build_dir(), base, runs[r].first, tk, tkp, ex, dir, dir, dir, dir);
+            ck_assert_int_eq(WEXITSTATUS(system(cmd)), 130);
+            snprintf(cmd, sizeof cmd, "%s/%s%s%s%s%s --log %s/half.log --load %s/ck.safetensors > %s/b.txt 2>/dev/null && "
+                     "cat %s/a.txt %s/b.txt > %s/both.txt", build_dir(), base, r == 0 ? runs[r].first : runs[r].rest, tk, tkp, ex,
+                     dir, dir, dir, dir, dir, dir);
+            ck_assert_msg(system(cmd) == 0, "%s", cmd);
+            char p1[700], p2[700];
+            snprintf(p1, sizeof p1, "%s/both.txt", dir), snprintf(p2, sizeof p2, "%s/full.txt", dir);
+            assert_same_file(p1, p2, runs[r].base);
+            snprintf(p1, sizeof p1, "%s/half.log", dir), snprintf(p2, sizeof p2, "%s/full.log", dir);
+            assert_same_file(p1, p2, runs[r].base);
+            snprintf(p1, sizeof p1, "%s/a.err", dir);
+            char *err = read_text(p1);
+            ck_assert_msg(strstr(err, "stopped by signal 2 after step ") && strstr(err, "; saved to "), "%s", err);
+            free(err);
+        }
+    remove_dir(dir);
+}
+END_TEST
+
 /* The file a stop leaves is loadable: --load answers with it, and its stand names the command */
 START_TEST(test_stop_leaves_a_loadable_file) {
     char *dir = temp_dir(), cmd[4096], *out;
@@ -264,6 +305,7 @@ Suite *suite_longrun(void) {
     tcase_add_test(tc, test_classify_stops_and_resumes);
     tcase_add_test(tc, test_lora_stops_and_resumes);
     tcase_add_test(tc, test_instruct_stops_and_resumes);
+    tcase_add_test(tc, test_gpt_and_train_stop_and_resume);
     tcase_add_test(tc, test_stop_leaves_a_loadable_file);
     tcase_add_test(tc, test_real_signals);
     tcase_add_test(tc, test_refusals_before_output);
