@@ -11,7 +11,9 @@ UCD_DIR holds the Unicode Character Database (default /usr/share/unicode, Debian
   decompositions: each character's full canonical decomposition (field 5 without a <tag>, applied
                  until nothing changes), at most 4 code points; Hangul syllables are arithmetic (not here)
   compositions:  the primary composites: pairs (a, b) -> c of two-character canonical decompositions,
-                 less the Full_Composition_Exclusion characters; sorted by (a, b)."""
+                 less the Full_Composition_Exclusion characters; sorted by (a, b)
+  unsafe bitmap: bit cp set, for cp below U+20000, when cp has a class or is not NFC_QC Yes (the
+                 quick check's fast path: a clear bit is a safe boundary)."""
 import re
 import sys
 
@@ -84,6 +86,14 @@ w("};\n")
 w(f"const int nfc_n_qc = {len(qr)};\nconst nfc_range nfc_qc[] = {{ /* 1: No, 2: Maybe */\n")
 for lo, hi, v in qr:
     w(f"    {{0x{lo:04X}, 0x{hi:04X}, {v}}},\n")
+w("};\n")
+bits = [0] * (0x20000 // 32)
+for cp in set(ccc) | set(qc):
+    if cp < 0x20000:
+        bits[cp >> 5] |= 1 << (cp & 31)
+w(f"const uint32_t nfc_unsafe[{len(bits)}] = {{\n")
+for i in range(0, len(bits), 8):
+    w("    " + ", ".join(f"0x{b:08X}" for b in bits[i:i + 8]) + ",\n")
 w("};\n")
 w(f"const int nfc_n_decomp = {len(fulls)};\nconst nfc_decomp nfc_decomps[] = {{\n")
 for cp in sorted(fulls):

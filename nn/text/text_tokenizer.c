@@ -106,7 +106,16 @@ TextTokenizer *text_tokenizer_load(const char *path, char *err, size_t errlen) {
 /* ---- encode ------------------------------------------------------------------------------------ */
 /* The leftmost added token in s[0..n) (the longest there): its index, *at its offset; -1 if none. */
 static int32_t next_added(const TextTokenizer *t, const char *s, size_t n, size_t *at) {
+    if (t->n_added == 0) return -1;
+    /* all the added tokens of these files start with '<': memchr finds the places to look */
+    unsigned char first = (unsigned char)t->added[0].content[0];
+    bool one_first = t->first_added[first] == 0 && t->first_added[first + 1] == t->n_added;
     for (size_t p = 0; p < n; p++) {
+        if (one_first) {
+            const char *q = memchr(s + p, first, n - p);
+            if (!q) return -1;
+            p = (size_t)(q - s);
+        }
         unsigned char b = (unsigned char)s[p];
         for (int32_t k = t->first_added[b]; k < t->first_added[b + 1]; k++) {
             const text_added *a = &t->added[k];

@@ -54,22 +54,33 @@ static uint32_t compose(uint32_t a, uint32_t b) { /* 0: none */
 
 /* A safe boundary: a starter that the quick check passes never combines with
  * what precedes it, nor moves: NFC(a + b) = NFC(a) + NFC(b) when b starts with one. */
-static inline bool safe_at(uint32_t cp) { return cp < 0x300 || (ccc_of(cp) == 0 && !range_value(nfc_qc, nfc_n_qc, cp)); }
+static inline bool safe_at(uint32_t cp) {
+    if (cp < 0x20000) return !(nfc_unsafe[cp >> 5] >> (cp & 31) & 1);
+    return ccc_of(cp) == 0 && !range_value(nfc_qc, nfc_n_qc, cp);
+}
 
 /* UAX #15's quick check from s[i] on: the offset of the first character it
  * does not pass (a No or Maybe, or a mark of a lower class than the one before),
- * or n; *safe is the last safe boundary at or before it. */
+ * or n; *safe is the last safe boundary at or before it. ASCII goes 8 bytes at
+ * a time, other characters by the bitmap. */
 static size_t quick_fail(const unsigned char *s, size_t n, size_t i, size_t *safe) {
     int last = 0;
     *safe = i;
     while (i < n) {
-        if (s[i] < 0xCC) { /* ASCII, or a 2-byte character below U+0300: safe */
-            last = 0, *safe = i;
-            i += s[i] < 0x80 ? 1 : 2;
+        if (s[i] < 0x80) {
+            size_t j = i + 1;
+            uint64_t w;
+            while (j + 8 <= n && (memcpy(&w, s + j, 8), !(w & 0x8080808080808080ULL))) j += 8;
+            while (j < n && s[j] < 0x80) j++;
+            last = 0, *safe = j - 1, i = j;
             continue;
         }
         int k;
         uint32_t cp = tok_utf8_at(s, i, &k);
+        if (safe_at(cp)) {
+            last = 0, *safe = i, i += (size_t)k;
+            continue;
+        }
         int c = ccc_of(cp);
         if ((c && last > c) || range_value(nfc_qc, nfc_n_qc, cp)) return i;
         if (c == 0) *safe = i;

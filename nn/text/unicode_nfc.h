@@ -15,6 +15,7 @@ typedef struct { uint32_t a, b, c; } nfc_comp;
 extern const nfc_range nfc_ccc[], nfc_qc[];
 extern const nfc_decomp nfc_decomps[];
 extern const nfc_comp nfc_comps[];
+extern const uint32_t nfc_unsafe[0x20000 / 32]; /* bit cp: cp has a class or is not NFC_QC Yes */
 extern const int nfc_n_ccc, nfc_n_qc, nfc_n_decomp, nfc_n_comp;
 
 /* s[0..n) is valid UTF-8. NULL if it is NFC already (the quick check says
