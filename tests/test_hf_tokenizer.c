@@ -243,6 +243,42 @@ START_TEST(test_interface) {
 }
 END_TEST
 
+/* GPT-2's files as Hugging Face's tokenizer.json spells them (ByteLevel with GPT-2's regex,
+ * merges as "a b", <|endoftext|> an added token): the ids of tokenizer.h's GPT-2. */
+START_TEST(test_gpt2_as_tokenizer_json) {
+    char *encj = read_text(shared_path("data/gpt2/encoder.json")), *bpe = read_text(shared_path("data/gpt2/vocab.bpe"));
+    size_t cap = strlen(encj) + 2 * strlen(bpe) + 4096, n = 0;
+    char *j = malloc(cap);
+    n += (size_t)snprintf(j, cap, "{\"added_tokens\": [{\"id\": 50256, \"content\": \"<|endoftext|>\", \"special\": true}], "
+                          "\"normalizer\": null, \"pre_tokenizer\": {\"type\": \"ByteLevel\", \"add_prefix_space\": false, "
+                          "\"trim_offsets\": true, \"use_regex\": true}, \"post_processor\": {\"type\": \"ByteLevel\"}, "
+                          "\"decoder\": {\"type\": \"ByteLevel\"}, \"model\": {\"type\": \"BPE\", \"vocab\": %s, \"merges\": [", encj);
+    bool first = true;
+    for (char *line = strtok(bpe, "\n"); line; line = strtok(NULL, "\n")) {
+        if (strncmp(line, "#version", 8) == 0) continue;
+        j[n++] = first ? '"' : ',', first = false;
+        if (j[n - 1] == ',') j[n++] = '"';
+        for (char *c = line; *c; c++) {
+            if (*c == '"' || *c == '\\') j[n++] = '\\';
+            j[n++] = *c;
+        }
+        j[n++] = '"';
+    }
+    n += (size_t)snprintf(j + n, cap - n, "]}}");
+    char err[1024];
+    TextTokenizer *t = text_tokenizer_from_json(j, n, "gpt2.json", err, sizeof err);
+    ck_assert_msg(t != NULL, "%s", err);
+    Tokenizer *raw = tokenizer_load(shared_path("data/gpt2"), err, sizeof err);
+    const char *text = "Hello<|endoftext|> it's  12345 caf\xc3\xa9\r\n   x \xe4\xbd\xa0\xe5\xa5\xbd I'VE";
+    Tensor *want = tokenizer_encode(raw, text, strlen(text), TOKENIZER_ALLOW_SPECIAL, err, sizeof err);
+    assert_same(enc(t, text, FLAGS), want->data, torch_numel(want), "GPT-2 from tokenizer.json");
+    ck_assert_int_eq(text_tokenizer_n_vocab(t), 50257);
+    tokenizer_free(raw);
+    text_tokenizer_free(t);
+    free(j), free(encj), free(bpe);
+}
+END_TEST
+
 /* ---- small tokenizer.json files ---------------------------------------------------------------- */
 /* 256 byte tokens in GPT-2's order, then "ab" 256, "abc" 257, "bc" 258, then extra;
  * model keys and the rest of the file from the caller. */
@@ -532,6 +568,7 @@ Suite *suite_hf_tokenizer(void) {
     tcase_add_test(tc, test_llama3_chat_refuses_special);
     tcase_add_test(tc, test_interface);
     tcase_add_test(tc, test_mini_files);
+    tcase_add_test(tc, test_gpt2_as_tokenizer_json);
     tcase_add_test(tc, test_bad_files);
     tcase_add_test(tc, test_bad_ids);
     tcase_add_test(tc, test_nfc);
