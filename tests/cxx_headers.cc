@@ -7,6 +7,7 @@
 #include <attention/chartext.h>
 #include <attention/data.h>
 #include <attention/tokenizer.h>
+#include <attention/text_tokenizer.h>
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
 

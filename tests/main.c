@@ -10,6 +10,7 @@ Suite *suite_instruct(void);   /* tests/test_instruct.c */
 Suite *suite_finetune(void);  /* tests/test_finetune.c */
 Suite *suite_release(void);   /* tests/test_release.c */
 Suite *suite_longrun(void);   /* tests/test_longrun.c */
+Suite *suite_hf_tokenizer(void); /* tests/test_hf_tokenizer.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -37,6 +38,7 @@ int main(void) {
     srunner_add_suite(sr, suite_calls());
     srunner_add_suite(sr, suite_error_table());
     srunner_add_suite(sr, suite_tokenizer());
+    srunner_add_suite(sr, suite_hf_tokenizer());
     srunner_add_suite(sr, suite_gpt());
     srunner_add_suite(sr, suite_longrun());
     srunner_add_suite(sr, suite_build());

@@ -124,6 +124,67 @@ size_t tokenizer_next_word(const char *str, size_t n, size_t i) {
     return end;
 }
 
+/* ---- the pre-tokenizer of Llama 3 and Qwen3 (tokenizer.json's Split regex) -------------
+ *     (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*
+ *     |\s*[\r\n]+|\s+(?!\S)|\s+
+ * (Qwen3's has \p{N} for \p{N}{1,3}: max_digits 1). The alternatives in order,
+ * each with the backtracking a regex engine would do. (?i) is Unicode's simple
+ * case folding, as Rust's regex and Oniguruma do it: 's' also matches U+017F
+ * (long s); no other letter of these has a third case. */
+static inline bool fold_is(const unsigned char *s, size_t n, size_t i, char lower, size_t *next) {
+    if (i >= n) return false;
+    if (s[i] == (unsigned char)lower || s[i] == (unsigned char)(lower - 32)) { *next = i + 1; return true; }
+    if (lower == 's' && i + 1 < n && s[i] == 0xC5 && s[i + 1] == 0xBF) { *next = i + 2; return true; }
+    return false;
+}
+
+size_t tok_next_word_split(const char *str, size_t n, size_t i, int max_digits) {
+    const unsigned char *s = (const unsigned char *)str;
+    int len, len1;
+    if (s[i] == '\'') {
+        size_t j, k;
+        if (fold_is(s, n, i + 1, 's', &j) || fold_is(s, n, i + 1, 't', &j) || fold_is(s, n, i + 1, 'm', &j) ||
+            fold_is(s, n, i + 1, 'd', &j))
+            return j;
+        if ((fold_is(s, n, i + 1, 'r', &j) && fold_is(s, n, j, 'e', &k)) ||
+            (fold_is(s, n, i + 1, 'v', &j) && fold_is(s, n, j, 'e', &k)) ||
+            (fold_is(s, n, i + 1, 'l', &j) && fold_is(s, n, j, 'l', &k)))
+            return k;
+    }
+    int cls = class_at(s, i, &len);
+    size_t end = i + (size_t)len;
+    if (cls == UC_LETTER || (cls != UC_NUMBER && s[i] != '\r' && s[i] != '\n' && end < n &&
+                             class_at(s, end, &len1) == UC_LETTER)) { /* [^\r\n\p{L}\p{N}]?\p{L}+ */
+        while (end < n && class_at(s, end, &len) == UC_LETTER) end += (size_t)len;
+        return end;
+    }
+    if (cls == UC_NUMBER) { /* \p{N}{1,max_digits} */
+        for (int k = 1; k < max_digits && end < n && class_at(s, end, &len) == UC_NUMBER; k++) end += (size_t)len;
+        return end;
+    }
+    size_t start = i;
+    if (s[i] == ' ' && end < n && class_at(s, end, &len) == UC_OTHER) start = end; /* the optional space */
+    if (class_at(s, start, &len) == UC_OTHER) { /*  ?[^\s\p{L}\p{N}]+[\r\n]* */
+        end = start + (size_t)len;
+        while (end < n && class_at(s, end, &len) == UC_OTHER) end += (size_t)len;
+        while (end < n && (s[end] == '\r' || s[end] == '\n')) end++;
+        return end;
+    }
+    /* whitespace from here: \s*[\r\n]+ ends after the run's last CR or LF; else
+     * \s+(?!\S) leaves the run's last character to what follows (unless the run
+     * ends the text or is one character long: then \s+ takes it all) */
+    size_t last = i, crlf = 0;
+    int count = 0;
+    end = i;
+    while (end < n && class_at(s, end, &len) == UC_SPACE) {
+        if (s[end] == '\r' || s[end] == '\n') crlf = end + 1;
+        last = end, end += (size_t)len, count++;
+    }
+    if (crlf) return crlf;
+    if (end < n && count > 1) return last;
+    return end;
+}
+
 /* ---- lookups ---------------------------------------------------------------------------- */
 uint64_t tok_hash(const char *s, size_t n) { /* FNV-1a, 64 bits */
     uint64_t h = 0xcbf29ce484222325ULL;
@@ -405,13 +466,14 @@ static void cache_put(Tokenizer *t, const char *w, size_t m, uint64_t h, const i
 }
 
 /* ---- encode --------------------------------------------------------------------------------- */
-typedef struct {
+struct tok_out {
     int32_t *ids;
     size_t n, cap;
     bpe_scratch s;
-} encoder_out;
+};
+typedef tok_out encoder_out;
 
-static bool out_reserve(encoder_out *o, size_t more) {
+bool tok_out_reserve(tok_out *o, size_t more) {
     if (o->n + more <= o->cap) return true;
     size_t cap = o->cap ? o->cap : 1024;
     while (cap < o->n + more) cap *= 2;
@@ -423,13 +485,20 @@ static bool out_reserve(encoder_out *o, size_t more) {
 
 static bool encode_piece(Tokenizer *t, const char *s, size_t n, encoder_out *o) {
     for (size_t i = 0, end; i < n; i = end) {
-        end = tokenizer_next_word(s, n, i);
+        end = t->max_digits ? tok_next_word_split(s, n, i, t->max_digits) : tokenizer_next_word(s, n, i);
         const char *w = s + i;
         size_t m = end - i;
-        if (!out_reserve(o, m)) return false;
+        if (!tok_out_reserve(o, m)) return false;
         if (m == 1) {
             o->ids[o->n++] = t->byte_id[(unsigned char)w[0]];
             continue;
+        }
+        if (t->ignore_merges) { /* a word that is a token is that token, whatever the merges say */
+            int32_t id = tok_find(t, w, m);
+            if (id >= 0) {
+                o->ids[o->n++] = id;
+                continue;
+            }
         }
         uint64_t h = 0;
         if (m <= CACHE_WORD) {
@@ -446,6 +515,30 @@ static bool encode_piece(Tokenizer *t, const char *s, size_t n, encoder_out *o) 
         if (m <= CACHE_WORD) cache_put(t, w, m, h, o->ids + o->n, k);
         o->n += k;
     }
+    return true;
+}
+
+bool tok_encode_words(Tokenizer *t, const char *s, size_t n, tok_out *o) { return encode_piece(t, s, n, o); }
+
+tok_out *tok_out_new(void) {
+    tok_out *o = ac_try_malloc(sizeof *o);
+    if (o) memset(o, 0, sizeof *o);
+    return o;
+}
+
+void tok_out_free(tok_out *o) {
+    if (!o) return;
+    free(o->ids), free(o->s.sym), free(o->s.heap), free(o);
+}
+
+int32_t *tok_out_ids(tok_out *o, size_t *n) {
+    *n = o->n;
+    return o->ids;
+}
+
+bool tok_out_push(tok_out *o, int32_t id) {
+    if (!tok_out_reserve(o, 1)) return false;
+    o->ids[o->n++] = id;
     return true;
 }
 
@@ -480,7 +573,7 @@ Tensor *tokenizer_encode(Tokenizer *t, const char *text, size_t len, tokenizer_s
         size_t end = eot ? (size_t)(eot - text) : len;
         ok = encode_piece(t, text + pos, end - pos, &o);
         if (!eot) break;
-        ok = ok && out_reserve(&o, 1);
+        ok = ok && tok_out_reserve(&o, 1);
         if (ok) o.ids[o.n++] = t->eot;
         pos = end + TOK_EOT_LEN;
     }
@@ -516,6 +609,10 @@ char *tokenizer_decode(const Tokenizer *t, const int64_t *ids, int64_t n, size_t
         memcpy(raw + k, t->bytes + t->off[ids[i]], m);
         k += m;
     }
+    return tok_utf8_replace(raw, total, len);
+}
+
+char *tok_utf8_replace(const unsigned char *raw, size_t total, size_t *len) {
     /* errors="replace": each maximal part of an ill-formed sequence (a lead
      * byte and the continuation bytes that fit it) becomes one U+FFFD */
     char *out = ac_arena_alloc(ac_size_mul(total, 3) + 1), *o = out;

@@ -19,6 +19,8 @@ struct Tokenizer {
     uint32_t by_bytes_mask;
     int32_t byte_id[256]; /* the token of each single byte */
     int32_t eot;          /* "<|endoftext|>", or -1 */
+    int max_digits;       /* 0: GPT-2's pattern; else Llama 3's Split regex with \p{N}{1,max_digits} */
+    bool ignore_merges;   /* tokenizer.json's model.ignore_merges: a word in the vocabulary is its token */
     int32_t n_merges, merges_cap;
     int32_t *merge_left, *merge_right, *merge_id; /* merge r: left + right -> id */
     uint64_t *pair_key;   /* open addressing: (left << 32 | right) + 1, 0 empty */
@@ -55,7 +57,25 @@ int32_t tok_pair_rank(const Tokenizer *t, int32_t left, int32_t right); /* -1: n
 uint32_t tok_utf8_at(const unsigned char *s, size_t i, int *len);
 /* The first "<|endoftext|>" in s[0..n), or NULL. */
 const char *tok_find_eot(const char *s, size_t n);
+/* raw[0..n) as text in the arena, NUL-terminated (*len bytes, if len): each
+ * maximal part of an ill-formed sequence becomes U+FFFD (errors="replace"). */
+char *tok_utf8_replace(const unsigned char *raw, size_t n, size_t *len);
 /* Validates UTF-8: the offset of the first bad byte, or n. */
 size_t tok_utf8_check(const char *s, size_t n);
+
+/* Llama 3's and Qwen3's pre-tokenizer (tokenizer.c says which regex): where the
+ * word that starts at text[i] ends (text valid UTF-8, i < len). */
+size_t tok_next_word_split(const char *text, size_t len, size_t i, int max_digits);
+
+/* Ids as they are made: encode's words (pre-tokenizer, then BPE) appended. */
+typedef struct tok_out tok_out;
+tok_out *tok_out_new(void); /* NULL: no memory */
+void tok_out_free(tok_out *o);
+bool tok_out_reserve(tok_out *o, size_t more);
+bool tok_out_push(tok_out *o, int32_t id);
+int32_t *tok_out_ids(tok_out *o, size_t *n);
+/* Text s[0..n) (valid UTF-8) split into words by the tokenizer's pattern, each
+ * word's BPE ids appended; false when out of memory. */
+bool tok_encode_words(Tokenizer *t, const char *s, size_t n, tok_out *o);
 
 #endif
