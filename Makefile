@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 # The library's folders, lowest layer first. A layer sees only the headers of the layers under it:
 # tensor/ is compiled with -Itensor alone, so an include of nn/ or optim/ there does not build.
 TENSOR_DIRS := tensor tensor/ops tensor/kernels
-NN_DIRS     := nn nn/text nn/io nn/gpt nn/viz
+NN_DIRS     := nn nn/text nn/io nn/gpt nn/models nn/viz
 LIB_DIRS    := $(TENSOR_DIRS) $(NN_DIRS) optim
 INC     := -Itensor $(NN_DIRS:%=-I%) -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
@@ -27,7 +27,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 HDRS     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
-EXAMPLES := article train bench minimal gpt appendix_a finetune
+EXAMPLES := article train bench minimal gpt appendix_a finetune llm
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
