@@ -324,7 +324,13 @@ static char *decode(Tokenizer *tok, Tensor *ids, size_t *len) { /* tokenizer.dec
 }
 
 static int cmd_train(const Flags *a) {
-    if (a->save && !cli_check_output("llm", "--save", a->save)) return 1;
+    if (a->save) { /* save_pretrained's directory: made if absent, checked before any work */
+        struct stat st;
+        if (stat(a->save, &st) != 0 && mkdir(a->save, 0777) != 0)
+            return fprintf(stderr, "llm: --save %s: cannot make the directory: %s\n", a->save, strerror(errno)), 1;
+        if (stat(a->save, &st) != 0 || !S_ISDIR(st.st_mode) || access(a->save, W_OK) != 0)
+            return fprintf(stderr, "llm: --save %s: not a directory this program can write in\n", a->save), 1;
+    }
     nn_LLMConfig cfg;
     char err[1024], fb[48], fb2[48];
     if (a->config && !llm_config_load(a->config, &cfg, err, sizeof err)) return fprintf(stderr, "llm: --config %s\n", err), 1;
@@ -402,7 +408,7 @@ static int cmd_train(const Flags *a) {
     opt = optim_AdamW(nn_named_parameters(&model->module), a->lr, 0.9, 0.999, 1e-8, a->weight_decay, false); /* AdamW(model.parameters(), lr, weight_decay) */
     signal(SIGINT, on_signal);
     double t0 = cli_now_seconds();
-    int64_t tokens_seen = 0, global_step = -1;                                    /* tokens_seen, global_step = 0, -1 */
+    int64_t global_step = -1;                                                     /* tokens_seen, global_step = 0, -1 (C: tokens_seen not kept: nothing prints it) */
     for (int64_t epoch = 0; epoch < a->epochs && !interrupted; epoch++) {         /* for epoch in range(a.epochs): */
         nn_train(&model->module, true);                                           /*     model.train() */
         DataLoaderIter it = DataLoader_iter(&train_loader);                       /*     for input_batch, target_batch in train_loader: */
@@ -417,7 +423,6 @@ static int cmd_train(const Flags *a) {
             Tensor *loss = llm_calc_loss_batch(x, y, model);                      /*         loss = calc_loss_batch(input_batch, target_batch, model) */
             torch_backward(loss, NULL);                                           /*         loss.backward() */
             optim_step(opt);                                                      /*         optimizer.step() */
-            tokens_seen += torch_numel(x);                                        /*         tokens_seen += input_batch.numel() */
             global_step += 1;                                                     /*         global_step += 1 */
             if (log) fprintf(log, "step %lld loss %.6f\n", (long long)global_step, torch_item(loss)); /* log.write(f"step {global_step} loss {loss.item():.6f}\n") */
             if (global_step % a->eval_freq == 0) {                                /*         if global_step % eval_freq == 0: */

@@ -94,6 +94,9 @@ def main():
         runs += [f"generate {c} --seed 123 --ids \"1 2 3\" --max-new-tokens 15",
                  f"generate {c} --seed 5 --ids \"10 20 30 40\" --max-new-tokens 15 --temperature 1.2 --top-k 20",
                  f"generate {c} --seed 123 --print-model"]
+    # a prompt of 60 tokens and 10 new ones: the window (64) slides
+    long_ids = " ".join(str((7 * i + 3) % 101) for i in range(60))
+    runs.append(f"generate --model {DATA}/llama_gqa_f32 --ids \"{long_ids}\" --max-new-tokens 10")
     # an eos id: the fourth token this greedy run makes, so it stops there
     probe = ref(f"generate --model {DATA}/llama_gqa_f32 --ids \"8 9\" --max-new-tokens 8")[0].split()
     eos_cfg = dict(MODELS["llama_gqa_f32"][0], eos_token_id=int(probe[2 + 3]))

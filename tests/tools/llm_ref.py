@@ -440,8 +440,14 @@ def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=No
     model.reset_kv_cache()
     with torch.no_grad():
         for step in range(max_new_tokens):
-            if use_cache:
-                logits = model(idx[:, -context_size:] if step == 0 else idx[:, -1:], cache=cache)
+            if use_cache and (step == 0 or idx.shape[1] > context_size):
+                # the prompt, or a window that slid past the context: every position moved, so the
+                # cache starts again on the window (the book's cached loop stops at the context)
+                cache = [None] * model.cfg["n_layers"]
+                model.reset_kv_cache()
+                logits = model(idx[:, -context_size:], cache=cache)
+            elif use_cache:
+                logits = model(idx[:, -1:], cache=cache)
             else:
                 logits = model(idx[:, -context_size:])
             logits = logits[:, -1, :]
