@@ -101,10 +101,10 @@ START_TEST(test_generate_default_math) { check_generate("--threads 2"); }
 END_TEST
 
 /* train: every line; the two initial losses (17 digits) within rel_init, the Ep lines within ep_tol */
-static void check_train(const char *extra, double rel_init, double ep_tol) {
+static void check_train(const char *extra, double rel_init, double ep_tol, int max_runs) {
     static Run runs[64];
     int nr = load_runs(runs, 64), checked = 0;
-    for (int r = 0; r < nr; r++) {
+    for (int r = 0; r < nr && checked < max_runs; r++) {
         if (strncmp(runs[r].flags, "train", 5)) continue;
         char **got;
         int n;
@@ -131,16 +131,17 @@ static void check_train(const char *extra, double rel_init, double ep_tol) {
         free_lines(got, n);
         checked++;
     }
-    ck_assert_int_eq(checked, 2);
+    ck_assert_int_eq(checked, max_runs);
     free_runs(runs, nr);
 }
 
 /* exact: every line but the 17 digits of the two initial losses (PyTorch's exp, even at
  * ATEN_CPU_CAPABILITY=default, is a few ulps from libm's: measured 1e-8 relative) */
-START_TEST(test_train_exact) { check_train("--exact", 1e-6, 0); }
+START_TEST(test_train_exact) { check_train("--exact", 1e-6, 0, 2); }
 END_TEST
 
-START_TEST(test_train_default_math) { check_train("", 1e-5, 0.002); }
+/* default math: the Qwen3 run (the Llama one as well costs a minute under ASan) */
+START_TEST(test_train_default_math) { check_train("", 1e-5, 0.002, 1); }
 END_TEST
 
 /* ---- RoPE -------------------------------------------------------------------------------------------- */
