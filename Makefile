@@ -52,7 +52,8 @@ FORCE:
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
-            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h
+            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
+            nn/blocks.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: FORCE all test deps test-plain test-asan run chapter5 appendix-d readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
