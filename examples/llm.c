@@ -228,8 +228,8 @@ static int cmd_generate(const Flags *a) {
     signal(SIGINT, on_signal);
     Live live = {isatty(2) && !getenv("AC_NO_LIVE"), cli_now_seconds(), 0};
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    Tensor *out = llm_generate(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* generate(model, idx, n, ctx, */
-                               a->top_k, model->cfg.eos_token_id, !a->no_kv_cache, on_token, &live); /* temperature, top_k, eos_id) */
+    Tensor *out = llm_generate_ex(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* generate(model, idx, n, ctx, */
+                                  a->top_k, model->cfg.eos_token_ids, model->cfg.n_eos, !a->no_kv_cache, on_token, &live); /* temperature, top_k, eos_id) */
     if (live.live) fputs("\r\033[K", stderr);
     const int64_t *d = (const int64_t *)out->data;                                /* print(" ".join(str(i) for i in out[0].tolist())) */
     for (int64_t i = 0; i < out->shape[1]; i++) printf(i ? " %lld" : "%lld", (long long)d[i]);

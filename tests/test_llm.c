@@ -539,6 +539,35 @@ START_TEST(test_bad_input) {
 }
 END_TEST
 
+/* config.json's eos_token_id as a list (Llama 3.2 Instruct lists three): any of them stops, and it is
+ * written back as a list */
+START_TEST(test_eos_list) {
+    char *dir = temp_dir(), cmd[2048], *out;
+    snprintf(cmd, sizeof cmd, "sed 's/\"eos_token_id\": 50/\"eos_token_id\": [1000, 50, 7]/' %s > %s/config.json",
+             data_path("llm/llama_eos.json"), dir);
+    ck_assert_int_eq(system(cmd), 0);
+    snprintf(cmd, sizeof cmd, "%s/llm generate --config %s/config.json --seed 4 --ids \"8 9\" --max-new-tokens 8", build_dir(), dir);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, "8 9 0 24 25\n"); /* llm_ref.py's with the single id 50 (tests/data/llm_golden.txt) */
+    free(out);
+    nn_LLMConfig cfg;
+    char err[1024], path[1100];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    ck_assert_msg(llm_config_load(path, &cfg, err, sizeof err), "%s", err);
+    ck_assert_int_eq(cfg.n_eos, 3);
+    ck_assert_int_eq(cfg.eos_token_ids[1], 50);
+    cfg.n_layers = 0;
+    nn_LLMModel *m = nn_LLMModel_new(cfg);
+    ck_assert_msg(llm_save_pretrained(m, dir, "F32", err, sizeof err), "%s", err);
+    nn_LLMConfig back;
+    ck_assert_msg(llm_config_load(path, &back, err, sizeof err), "%s", err);
+    ck_assert_int_eq(back.n_eos, 3);
+    ck_assert_int_eq(back.eos_token_ids[2], 7);
+    nn_LLMModel_free(m);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *suite_llm(void) {
     Suite *s = suite_create("llm");
     TCase *tc = tcase("modules");
@@ -554,6 +583,7 @@ Suite *suite_llm(void) {
     tcase_add_test(tc, test_save_load_round_trip);
     tcase_add_test(tc, test_bf16_rounding);
     tcase_add_test(tc, test_bad_input);
+    tcase_add_test(tc, test_eos_list);
     suite_add_tcase(s, tc);
     tc = tcase("llm_program");
     tcase_add_test(tc, test_generate_exact);

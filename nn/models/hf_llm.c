@@ -118,8 +118,13 @@ bool llm_config_load(const char *path, nn_LLMConfig *cfg, char *err, size_t errl
         k.has_rope_freq = true;
     }
     const JsonValue *eos = json_get(c, "eos_token_id");
-    if (eos && eos->type == JSON_ARRAY) eos = json_at(eos, 0); /* (C: the first of a list) */
-    if (eos && eos->type == JSON_NUMBER && eos->is_int && eos->number >= 0) k.eos_token_id = (int64_t)eos->number;
+    for (size_t i = 0; eos && eos->type != JSON_NULL && i < (eos->type == JSON_ARRAY ? eos->n : 1); i++) {
+        const JsonValue *e = eos->type == JSON_ARRAY ? eos->items[i] : eos;
+        if (e->type != JSON_NUMBER || !e->is_int || e->number < 0 || k.n_eos == 8)
+            FAIL("%s: \"eos_token_id\" must be a token id or a list of at most 8", path);
+        k.eos_token_ids[k.n_eos++] = (int64_t)e->number;
+    }
+    if (k.n_eos) k.eos_token_id = k.eos_token_ids[0];
     const JsonValue *dt = json_get(c, "torch_dtype");
     snprintf(k.torch_dtype, sizeof k.torch_dtype, "%s", dt && dt->type == JSON_STRING ? dt->str : "float32");
     json_free(c);
@@ -552,7 +557,12 @@ static bool write_config(const nn_LLMModel *m, const char *path, const char *tor
         fprintf(f, "  \"rope_scaling\": {\"rope_type\": \"llama3\", \"factor\": %.17g, \"low_freq_factor\": %.17g, "
                    "\"high_freq_factor\": %.17g, \"original_max_position_embeddings\": %.17g},\n",
                 c->rope_freq.factor, c->rope_freq.low_freq_factor, c->rope_freq.high_freq_factor, c->rope_freq.original_context_length);
-    if (c->eos_token_id >= 0) fprintf(f, "  \"eos_token_id\": %lld,\n", (long long)c->eos_token_id);
+    if (c->n_eos == 1) fprintf(f, "  \"eos_token_id\": %lld,\n", (long long)c->eos_token_ids[0]);
+    if (c->n_eos > 1) {
+        fprintf(f, "  \"eos_token_id\": [");
+        for (int i = 0; i < c->n_eos; i++) fprintf(f, "%s%lld", i ? ", " : "", (long long)c->eos_token_ids[i]);
+        fprintf(f, "],\n");
+    }
     fprintf(f, "  \"tie_word_embeddings\": %s,\n  \"torch_dtype\": \"%s\"\n}\n", m->tied ? "true" : "false", torch_dtype);
     bool ok = fclose(f) == 0;
     if (!ok) snprintf(err, errlen, "%s: write failed", path);

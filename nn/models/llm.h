@@ -45,7 +45,9 @@ typedef struct {
     bool has_rope_freq;           /* rope_scaling given (rope_type "llama3") */
     nn_RopeFreqConfig rope_freq;
     bool tie_word_embeddings;     /* out_head shares tok_emb's weight when loaded so */
-    int64_t eos_token_id;         /* -1: none */
+    int64_t eos_token_id;         /* -1: none; config.json's first when it lists several */
+    int n_eos;                    /* config.json's eos_token_id, a number or a list (Llama 3.2 Instruct's three) */
+    int64_t eos_token_ids[8];
     char torch_dtype[16];         /* "bfloat16", ... (the files'; math is float32) */
 } nn_LLMConfig;
 
@@ -92,6 +94,10 @@ typedef bool (*llm_token_fn)(int64_t token, void *ctx);
 Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                      double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, llm_token_fn on_token,
                      void *ctx);
+/* the same, stopping at any of n_eos ids (config.json's list: cfg.eos_token_ids, cfg.n_eos) */
+Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                        double temperature, int64_t top_k, const int64_t *eos_ids, int n_eos, bool kv_cache,
+                        llm_token_fn on_token, void *ctx);
 
 Tensor *llm_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_LLMModel *model);
 double llm_calc_loss_loader(DataLoader *loader, nn_LLMModel *model, int64_t num_batches);

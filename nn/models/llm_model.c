@@ -187,9 +187,15 @@ static void ids_push(Ids *s, int64_t id) {
     s->ids[s->n++] = id;
 }
 
-Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size, // def generate(model, idx, max_new_tokens, context_size,
-                     double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, //      temperature=0.0, top_k=None, eos_id=None):
-                     llm_token_fn on_token, void *ctx) {
+Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                     double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, llm_token_fn on_token, void *ctx) {
+    return llm_generate_ex(model, idx, max_new_tokens, context_size, temperature, top_k, &eos_id, eos_id >= 0, kv_cache,
+                           on_token, ctx);
+}
+
+Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size, // def generate(model, idx, max_new_tokens, context_size,
+                        double temperature, int64_t top_k, const int64_t *eos_ids, int n_eos, //  temperature=0.0, top_k=None, eos_id=None):
+                        bool kv_cache, llm_token_fn on_token, void *ctx) {
     const char *op = "generate";
     if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
     if (!(temperature >= 0.0)) ac_error("%s: temperature must be >= 0, got %g", op, temperature);
@@ -231,7 +237,9 @@ Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, in
             idx_next = torch_argmax(logits, -1, true);                            //                 idx_next = torch.argmax(logits, dim=-1, keepdim=True)
         int64_t next = (int64_t)torch_item(idx_next);
         ac_arena_release(mk);
-        if (eos_id >= 0 && next == eos_id) break;                                 //             if idx_next == eos_id: break
+        bool eos = false;
+        for (int k = 0; k < n_eos; k++) eos |= next == eos_ids[k];
+        if (eos) break;                                                           //             if idx_next == eos_id: break
         ids_push(&s, next);                                                       //             idx = torch.cat((idx, idx_next), dim=1)
         if (on_token && !on_token(next, ctx)) break;
     }
