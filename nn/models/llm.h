@@ -81,7 +81,9 @@ Tensor *nn_LLMModel_forward(nn_LLMModel *model, Tensor *in_idx); /* (b, t) int64
 
 /* The kv_cache/ variant: per block (1, n_kv_groups, capacity, head_dim) keys and values. */
 typedef struct { int64_t n_layers, capacity, len; Tensor **keys, **values; } llm_KVCache;
-llm_KVCache *llm_KVCache_new(nn_LLMModel *model);
+llm_KVCache *llm_KVCache_new(nn_LLMModel *model); /* room for context_length tokens */
+/* room for capacity tokens (<= context_length): Qwen3-0.6B's 40960 would take 9.4 GB */
+llm_KVCache *llm_KVCache_new_capacity(nn_LLMModel *model, int64_t capacity);
 void llm_KVCache_reset(llm_KVCache *cache);
 void llm_KVCache_free(llm_KVCache *cache);
 /* new_ids (1, t) at positions cache->len...: the last position's logits (1, vocab); eval, no_grad */

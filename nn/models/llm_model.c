@@ -129,16 +129,20 @@ Tensor *nn_LLMModel_forward(nn_LLMModel *self, Tensor *in_idx) {                
 
 /* ---- the KV cache ------------------------------------------------------------------------------------ */
 
-llm_KVCache *llm_KVCache_new(nn_LLMModel *model) {
+llm_KVCache *llm_KVCache_new(nn_LLMModel *model) { return llm_KVCache_new_capacity(model, model->cfg.context_length); }
+
+llm_KVCache *llm_KVCache_new_capacity(nn_LLMModel *model, int64_t capacity) {
     nn_LLMConfig c = model->cfg;
+    if (capacity < 1 || capacity > c.context_length)
+        ac_error("KVCache: capacity %lld must be from 1 to context_length %lld", (long long)capacity, (long long)c.context_length);
     int64_t hd = c.head_dim ? c.head_dim : c.emb_dim / c.n_heads;
     llm_KVCache *kv = ac_malloc(sizeof *kv);
-    *kv = (llm_KVCache){.n_layers = c.n_layers, .capacity = c.context_length, .len = 0};
+    *kv = (llm_KVCache){.n_layers = c.n_layers, .capacity = capacity, .len = 0};
     kv->keys = ac_malloc(sizeof(Tensor *) * (size_t)(c.n_layers ? c.n_layers : 1));
     kv->values = ac_malloc(sizeof(Tensor *) * (size_t)(c.n_layers ? c.n_layers : 1));
     for (int64_t i = 0; i < c.n_layers; i++) {
-        kv->keys[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_kv_groups, c.context_length, hd));
-        kv->values[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_kv_groups, c.context_length, hd));
+        kv->keys[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_kv_groups, capacity, hd));
+        kv->values[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_kv_groups, capacity, hd));
     }
     return kv;
 }
@@ -159,7 +163,7 @@ Tensor *nn_LLMModel_forward_cached(nn_LLMModel *self, Tensor *new_ids, llm_KVCac
     if (new_ids->shape[0] != 1) ac_error("%s: one sequence at a time, got %s", op, ac_shape_str(new_ids));
     if (torch_is_grad_enabled() || self->module.training)
         ac_error("%s: for generating only: model.eval() and no_grad (training needs the full forward)", op);
-    if (cache->n_layers != self->cfg.n_layers || cache->capacity != self->cfg.context_length)
+    if (cache->n_layers != self->cfg.n_layers || cache->capacity > self->cfg.context_length)
         ac_error("%s: the cache was made for another model", op);
     int64_t num_tokens = new_ids->shape[1], pos_start = cache->len, pos_end = pos_start + num_tokens; // pos_start = self.current_pos
     if (pos_end > cache->capacity)
@@ -210,7 +214,8 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
     if (context_size > model->cfg.context_length) context_size = model->cfg.context_length; /* (C: the rope tables' rows) */
     bool was_training = model->module.training;
     nn_eval(&model->module);                                                      //     model.eval()
-    llm_KVCache *kv = kv_cache ? llm_KVCache_new(model) : NULL;                   //     cache = KVCache(n_layers); model.reset_kv_cache()
+    int64_t capacity = s.n + max_new_tokens < context_size ? s.n + max_new_tokens : context_size; /* (C: room for what it will hold) */
+    llm_KVCache *kv = kv_cache ? llm_KVCache_new_capacity(model, capacity) : NULL; // cache = KVCache(n_layers); model.reset_kv_cache()
     int64_t window0 = -1;
     bool prev = torch_no_grad_enter();                                            //     with torch.no_grad():
     for (int64_t step = 0; step < max_new_tokens; step++) {                       //         for _ in range(max_new_tokens):
