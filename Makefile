@@ -226,7 +226,7 @@ clean:
 # ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
 # make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
 # (tests/fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
-FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv
+FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv hf_config hf_weights
 FUZZ_SECONDS ?= 20
 FZ           := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
