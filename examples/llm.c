@@ -7,7 +7,7 @@
  *   llm train --config config.json --seed 123 --data the-verdict.txt --tokenizer ../shared/data/gpt2 --save DIR
  *
  * Text prompts (--prompt) and `llm tokenize` need a tokenizer.json tokenizer (Qwen3's, Llama 3's): see
- * tokenizer_for_model below, the one place they join. Until then prompts are --ids. */
+ * no_text_tokenizer below, the one place they join. Until then prompts are --ids. */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>

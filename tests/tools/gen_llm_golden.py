@@ -5,7 +5,8 @@ runs ./build/llm with the same flags and compares.
 
     LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu/blas ATEN_CPU_CAPABILITY=default /usr/bin/python3 tests/tools/gen_llm_golden.py
 
-A record is `run <llm flags>`, then `out <line>` for each line llm_ref.py prints, then `end`; `rope <case>`
+A record is `run <llm flags>`, then `out <line>` for each line llm_ref.py prints (for train also
+`log <step> <loss>`, each step's loss from --log), then `end`; `rope <case>`
 records hold compute_rope_params's cos and sin as hex float32 bits."""
 import json
 import os
@@ -112,7 +113,15 @@ def main():
         for no_cache in ([False, True] if flags.startswith("generate") and "--print-model" not in flags else [False]):
             f = flags + (" --no-kv-cache" if no_cache else "")
             out.append("run " + f)
-            out += ["out " + line for line in ref(f)]
+            if flags.startswith("train"):  # and every step's loss (--log), as `log <step> <loss>`
+                log = os.path.join(ROOT, "build", "llm_ref_log.txt")
+                os.makedirs(os.path.dirname(log), exist_ok=True)
+                out += ["out " + line for line in ref(f + " --log " + log)]
+                with open(log) as lf:
+                    out += ["log " + line[len("step "):].replace(" loss ", " ") for line in lf.read().split("\n") if line]
+                os.remove(log)
+            else:
+                out += ["out " + line for line in ref(f)]
             out.append("end")
             print(f, file=sys.stderr)
     # compute_rope_params, bit for bit
