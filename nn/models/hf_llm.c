@@ -137,7 +137,7 @@ fail:
 
 /* ---- the hub's names ----------------------------------------------------------------------------------- */
 
-typedef struct { char hub[96]; nn_Module *owner; Tensor *t; int64_t shape[2]; int nd; } Slot;
+typedef struct { char hub[96]; Tensor *t; } Slot; /* a hub name and the parameter it fills */
 
 static int slots_of(nn_LLMModel *m, Slot *s) { /* NULL s: the count */
     int n = 0;
