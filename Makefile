@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 # The library's folders, lowest layer first. A layer sees only the headers of the layers under it:
 # tensor/ is compiled with -Itensor alone, so an include of nn/ or optim/ there does not build.
 TENSOR_DIRS := tensor tensor/ops tensor/kernels
-NN_DIRS     := nn nn/text nn/io nn/gpt nn/viz
+NN_DIRS     := nn nn/text nn/io nn/gpt nn/models nn/viz
 LIB_DIRS    := $(TENSOR_DIRS) $(NN_DIRS) optim
 INC     := -Itensor $(NN_DIRS:%=-I%) -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
@@ -27,7 +27,7 @@ CHECK_LIBS   := $(shell pkg-config --libs check 2>/dev/null || echo -lcheck -lsu
 
 LIB_SRC  := $(sort $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.c)))
 HDRS     := $(foreach d,$(LIB_DIRS),$(wildcard $(d)/*.h))
-EXAMPLES := article train bench minimal gpt appendix_a finetune
+EXAMPLES := article train bench minimal gpt appendix_a finetune llm
 TEST_SRC := $(sort $(wildcard tests/*.c))
 
 B ?= build
@@ -53,7 +53,7 @@ FORCE:
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
             nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
-            nn/text/text_tokenizer.h
+            nn/text/text_tokenizer.h nn/blocks.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: llama3-tokenizer FORCE all test deps test-plain test-asan run chapter5 appendix-d readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -238,7 +238,7 @@ clean:
 # ---- fuzzing (clang's libFuzzer, with ASan and UBSan) -------------------------------------------
 # make fuzz runs each target for FUZZ_SECONDS on a copy of its seed corpus
 # (tests/fuzz/corpus/NAME, never written to); what it finds stays in build/fuzz.
-FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv tokenizer_json
+FUZZERS      := safetensors checkpoint text graph viz vocab bpe json tsv tokenizer_json hf_config hf_weights
 FUZZ_SECONDS ?= 20
 FZ           := build/fuzz
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer

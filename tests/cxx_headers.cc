@@ -10,6 +10,8 @@
 #include <attention/text_tokenizer.h>
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
+#include <attention/blocks.h>
+#include <attention/llm.h>
 
 int main() {
     torch_manual_seed(123);
