@@ -4,6 +4,7 @@
  *
  *     finetune classify [flags]    chapter 6; with --lora RANK, appendix E
  *     finetune instruct [flags]    chapter 7: instruction finetuning (--load F --prompt TEXT: an answer)
+ *     finetune dpo [flags]         chapter 7's DPO notebook: preference tuning (tests/tools/dpo.py)
  *
  * Each line carries the line of finetune.py (the book's code) it does. */
 #include <errno.h>
@@ -40,6 +41,8 @@ static void usage(FILE *f) {
             "                       Collection's format: label TAB text); with --lora RANK, appendix E\n"
             "  instruct             chapter 7: GPT-2 finetuned to follow instructions (--data: the book's\n"
             "                       instruction-data.json), then the first three test answers\n"
+            "  dpo                  chapter 7's DPO notebook: the policy tuned against its frozen copy on --data (the\n"
+            "                       book's instruction-data-with-preference.json), as tests/tools/dpo.py does it\n"
             "\n"
             "the model:\n"
             "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors)\n"
@@ -62,6 +65,12 @@ static void usage(FILE *f) {
             "  --max-new-tokens N   the test answers' length at most (256)\n"
             "  --responses FILE     the test set with each model_response, as json.dump(test_data, f, indent=4)\n"
             "  --prompt TEXT        with --load: answer this instruction (- reads stdin), streamed, and stop\n"
+            "dpo (and --subset, --show-batches, --allowed-max-length, --max-new-tokens, --responses as instruct):\n"
+            "  --data FILE          the JSON list of {instruction, input, output, chosen, rejected} (default\n"
+            "                       ../shared/data/instruction-data-with-preference.json)\n"
+            "  --beta X             the DPO loss's beta, above 0 (0.1); here --lr 5e-6, --weight-decay 0.01, --epochs 1\n"
+            "  --load FILE          the model to start from (finetune instruct --save's), into the one --gpt2 builds\n"
+            "  --plot FILE.svg      the notebook's figures: the loss and the reward margins\n"
             "training:\n"
             "  --seed N (123)  --batch N (8)  --lr X (5e-5; --lora: 8e-4)  --weight-decay X (0.1)\n"
             "  --epochs N (5; instruct: 2)  --eval-freq N (50; instruct: 5)  --eval-iter N (5)\n"
@@ -80,7 +89,9 @@ static void usage(FILE *f) {
             "  finetune classify --gpt2 DIR --data SMSSpamCollection    chapter 6's run\n"
             "  finetune classify --gpt2 DIR --lora 16 --print-model     appendix E's\n"
             "  finetune instruct --gpt2 gpt2-medium --save m.safetensors --responses r.json   chapter 7's\n"
-            "  finetune instruct --gpt2 gpt2-medium --load m.safetensors --prompt \"Rewrite the sentence: ...\"\n");
+            "  finetune instruct --gpt2 gpt2-medium --load m.safetensors --prompt \"Rewrite the sentence: ...\"\n"
+            "  finetune dpo --show-batches --epochs 0             the DPO notebook's data lines and first losses\n"
+            "  finetune dpo --gpt2 gpt2-medium --load m.safetensors --responses d.json   the notebook's run after chapter 7\n");
 }
 
 typedef struct {
