@@ -30,7 +30,7 @@
 #include "viz.h"
 
 #include "cli.h"
-#include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source */
+#include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source, _preference_source, _dpo_source */
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -184,7 +184,6 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         return cli_fail(&spec, "--load skips training: %s has nothing to write%s", a->log ? "--log" : "--save", "");
     if (isnan(a->lr)) a->lr = cls && a->lora ? 8e-4 : a->cmd == DPO ? 5e-6 : 5e-5; /* a.lr if given else (8e-4 if cls and a.lora else 5e-5); dpo: 5e-6 */
     if (a->cmd == DPO && !cli_given(&spec, &args, "--weight-decay")) a->weight_decay = 0.01; /* the notebook's AdamW(..., weight_decay=0.01) */
-    if (a->cmd == DPO && a->html) return cli_fail(&spec, "--html: dpo's reader's page is not written yet%s%s", "", "");
     if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
     ac_set_exact(a->exact);
     return 0;
@@ -1423,16 +1422,45 @@ static void write_instruct_page(FILE *f, const char *out, size_t len) {
                    "and compares every line and the responses file.</p>");
 }
 
+static void write_dpo_page(FILE *f, const char *out, size_t len) {
+    const char *end = out + len;
+    ac_page_begin(f, "The book's DPO notebook: preference tuning after chapter 7, Python beside C",
+                  "<p>The DPO notebook of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i> "
+                  "(<code>ch07/04_preference-tuning-with-dpo</code>) as <code>tests/tools/dpo.py</code> runs it: the Python on "
+                  "the left, <b>attention.c</b> on the right, and what this run printed and drew. Made by "
+                  "<code>./build/finetune dpo --html FILE</code>; no script, no network.</p>");
+    const char *loss_at = line_at(out, end, "Training loss: ", end);
+    const char *train_at = line_at(loss_at, end, "Ep ", end);
+    const char *answers_at = line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
+                                                    "appropriately completes the request.\n", end);
+    const char *cuts[] = {out, out, loss_at, train_at, answers_at, end};
+    Section s[] = {
+        {"data", "The data: PreferenceDataset, the masks of custom_collate_fn, the loaders", finetune_preference_source,
+         "nn/text/preference.c", "PreferenceDataset_new preference_collate_fn", NULL},
+        {"data", NULL, finetune_example_source, "examples/finetune.c", "show_example show_gather",
+         "The notebook's collate example and its gather demonstrations"},
+        {"loss", "The DPO loss: compute_logprobs, compute_dpo_loss, a batch, the loaders", finetune_dpo_source,
+         "nn/gpt/dpo.c", "gpt_compute_logprobs gpt_compute_dpo_loss gpt_compute_dpo_loss_batch gpt_compute_dpo_loss_loader "
+         "gpt_evaluate_dpo_loss_loader", NULL},
+        {"train", "Training: train_model_dpo_simple", finetune_example_source, "examples/finetune.c",
+         "train_model_dpo_simple", NULL},
+        {"answers", "The reference's and the policy's answers", finetune_example_source, "examples/finetune.c", "respond", NULL},
+    };
+    write_sections(f, s, 5, cuts, "The loss and the reward margins (the notebook's figures)", 3);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs this command against tests/tools/dpo.py "
+                   "and compares every line and the responses file.</p>");
+}
+
 static int run_for_page(void *flags) {
     const Flags *a = flags;
     page_wanted = true;
     page_lora = a->lora > 0;
-    return a->cmd == CLASSIFY ? cmd_classify(a) : cmd_instruct(a);
+    return a->cmd == CLASSIFY ? cmd_classify(a) : a->cmd == INSTRUCT ? cmd_instruct(a) : cmd_dpo(a);
 }
 
 static int run_with_page(const Flags *a) {
     int rc = ac_page_of_run("finetune", a->html, run_for_page, (void *)a,
-                            a->cmd == CLASSIFY ? write_classify_page : write_instruct_page);
+                            a->cmd == CLASSIFY ? write_classify_page : a->cmd == INSTRUCT ? write_instruct_page : write_dpo_page);
     free(page_svg);
     return rc;
 }

@@ -14,6 +14,7 @@
 
 #include "dpo.h"
 #include "tests.h"
+#include "xml_check.h"
 
 #define GOLD "dpo_golden.txt"
 
@@ -501,6 +502,38 @@ START_TEST(test_dpo_refusals) {
 }
 END_TEST
 
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p++) n++;
+    return n;
+}
+
+/* --html: the same output, and a well-formed page of four sections (the data, the loss, the loop, the
+ * answers), five tables of the notebook's Python beside the C, every function with its def, the figures */
+START_TEST(test_dpo_page) {
+    const char *args = "dpo --subset 8 --batch 4 --epochs 1 --eval-freq 1 --eval-iter 1 --max-new-tokens 3 --show-batches";
+    char *dir = temp_dir(), cmd[1024], path[600], err[256], *plain, *out;
+    snprintf(cmd, sizeof cmd, "%s/finetune %s --tokenizer %s 2>/dev/null", build_dir(), args, shared_path("data/gpt2"));
+    ck_assert_int_eq(run_command(cmd, &plain), 0);
+    snprintf(path, sizeof path, "%s/page.html", dir);
+    snprintf(cmd, sizeof cmd, "%s/finetune %s --tokenizer %s --html %s 2>/dev/null", build_dir(), args,
+             shared_path("data/gpt2"), path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, plain);
+    char *page = read_text(path);
+    ck_assert_msg(xml_check(page, strlen(page), err, sizeof err), "%s: %s", path, err);
+    ck_assert_int_eq(count(page, "<section id="), 4);
+    ck_assert_int_eq(count(page, "<table"), 5);
+    ck_assert_int_eq(count(page, "<pre class=\"out\">"), 4);
+    ck_assert(strstr(page, "losses = -F.logsigmoid(beta * logits)</td>") != NULL);
+    assert_page_rows(page, args);
+    ck_assert_msg(count(page, "<svg ") >= 1, "the figures");
+    ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL, "no script, nothing fetched");
+    free(plain), free(out), free(page);
+    remove_dir(dir);
+}
+END_TEST
+
 Suite *suite_dpo(void) {
     Suite *s = suite_create("dpo");
     TCase *tc = tcase("dpo");
@@ -515,6 +548,7 @@ Suite *suite_dpo(void) {
     tcase_add_test(tc, test_reference_model);
     tcase_add_test(tc, test_dpo_refusals);
     tcase_add_test(tc, test_dpo_against_pytorch);
+    tcase_add_test(tc, test_dpo_page);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -284,13 +284,14 @@ static char *full_text(const char *prompt, size_t plen, const JsonValue *respons
     return s;
 }
 
-PreferenceDataset *PreferenceDataset_new(InstructList data, Tokenizer *tokenizer, char *err, size_t errlen) {
+PreferenceDataset *PreferenceDataset_new(InstructList data, Tokenizer *tokenizer, // class PreferenceDataset(Dataset): def __init__(self, data, tokenizer):
+                                         char *err, size_t errlen) {             /* (C: NULL with a message in err) */
     PreferenceDataset *ds = ac_malloc(sizeof *ds);
     size_t n = (size_t)(data.n > 0 ? data.n : 1);
     *ds = (PreferenceDataset){data.n, ac_calloc(n, sizeof(int64_t *)), ac_calloc(n, sizeof(int64_t *)),
                               ac_calloc(n, sizeof(int64_t *)), ac_calloc(n, sizeof(int64_t)),
                               ac_calloc(n, sizeof(int64_t)), ac_calloc(n, sizeof(int64_t))};
-    for (int64_t i = 0; i < data.n; i++) {
+    for (int64_t i = 0; i < data.n; i++) {                                        // for entry in data:
         const JsonValue *e = data.entries[i];
         const JsonValue *c = json_get(e, "chosen"), *r = json_get(e, "rejected");
         if (e->type != JSON_OBJECT || !c || !r || c->type != JSON_STRING || r->type != JSON_STRING) {
