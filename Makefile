@@ -105,12 +105,14 @@ $(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c $(B)/embed_so
 	  $(B)/embed_source gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/finetune: $(B)/gen/finetune_sources.h
-$(B)/gen/finetune_sources.h: examples/finetune.c nn/gpt/classifier.c nn/lora.c nn/text/instruct.c $(B)/embed_source
+$(B)/gen/finetune_sources.h: examples/finetune.c nn/gpt/classifier.c nn/lora.c nn/text/instruct.c nn/text/preference.c nn/gpt/dpo.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source finetune_example_source examples/finetune.c && \
 	  $(B)/embed_source finetune_classifier_source nn/gpt/classifier.c && \
 	  $(B)/embed_source finetune_lora_source nn/lora.c && \
-	  $(B)/embed_source finetune_instruct_source nn/text/instruct.c; } > $@.tmp && mv $@.tmp $@
+	  $(B)/embed_source finetune_instruct_source nn/text/instruct.c && \
+	  $(B)/embed_source finetune_preference_source nn/text/preference.c && \
+	  $(B)/embed_source finetune_dpo_source nn/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a $(B)/finetune
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)

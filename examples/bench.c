@@ -36,6 +36,7 @@
 #include <pthread.h>
 #if defined(__unix__) || defined(__APPLE__)
 #include <sys/resource.h>
+#include <unistd.h>
 #endif
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -43,6 +44,7 @@
 #endif
 
 #include "extend.h"
+#include "dpo.h"
 #include "gpt.h"
 #include "nn.h"
 #include "optim.h"
@@ -317,6 +319,84 @@ static void gpt_sft(void) {
     ac_shutdown();
 }
 
+/* ---- gpt-dpo: the DPO notebook's step (tests/tools/dpo_bench.py is its PyTorch side) --------------- */
+
+typedef struct { nn_GPTModel *policy, *reference; optim_Optimizer *opt; PreferenceBatch batch; } DpoCtx;
+
+static void dpo_step(void *p) {
+    DpoCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    optim_zero_grad(c->opt);                                                          /* opt.zero_grad() */
+    gpt_DPOLoss l = gpt_compute_dpo_loss_batch(&c->batch, c->policy, c->reference, 0.1); /* loss, _, _ = compute_dpo_loss_batch(...) */
+    torch_backward(l.loss, NULL);                                                     /* loss.backward() */
+    optim_step(c->opt);                                                               /* opt.step() */
+    ac_arena_release(m);
+}
+
+/* the reference's share of a step: its two forwards and log-probabilities under no_grad */
+static void dpo_reference_step(void *p) {
+    DpoCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    bool prev = torch_no_grad_enter();
+    gpt_compute_logprobs(nn_GPTModel_forward(c->reference, c->batch.chosen), c->batch.chosen, c->batch.chosen_mask);
+    gpt_compute_logprobs(nn_GPTModel_forward(c->reference, c->batch.rejected), c->batch.rejected, c->batch.rejected_mask);
+    torch_no_grad_exit(prev);
+    ac_arena_release(m);
+}
+
+/* the resident set now (Linux's /proc; 0 elsewhere) */
+static double rss_mb(void) {
+#if defined(__unix__) || defined(__APPLE__)
+    FILE *f = fopen("/proc/self/statm", "r");
+    long pages = 0, resident = 0;
+    if (f) {
+        if (fscanf(f, "%ld %ld", &pages, &resident) != 2) resident = 0;
+        fclose(f);
+    }
+    return (double)resident * (double)sysconf(_SC_PAGESIZE) / 1048576.0;
+#else
+    return 0;
+#endif
+}
+
+static void gpt_dpo(void) {
+    DpoCtx c;
+    c.policy = finetune_model(1024, 16, 24);                                          /* policy = finetune_model(1024, 16, 24) */
+    double before = rss_mb();
+    c.reference = gpt_reference_model(c.policy);                                      /* reference = copy.deepcopy(policy), frozen, eval */
+    double reference_mb = rss_mb() - before;
+    nn_train(&c.policy->module, true);                                                /* policy.train() */
+    c.opt = optim_AdamW(nn_named_parameters(&c.policy->module), 5e-6, 0.9, 0.999, 1e-8, 0.01, false);
+    torch_manual_seed(0);
+    const int64_t B = 8, T = 77;
+    Tensor *t[4];
+    ac_mark m = ac_arena_mark();
+    Tensor *chosen = torch_randint(0, 50256, SHAPE(B, T)), *rejected = torch_randint(0, 50256, SHAPE(B, T));
+    Tensor *cm = torch_zeros_dtype(SHAPE(B, T), AC_BOOL), *rm = torch_zeros_dtype(SHAPE(B, T), AC_BOOL);
+    for (int64_t i = 0; i < B; i++) {                                                 /* row i: a prompt of 40 + i, texts of 60 + 2i and 58 + 2i */
+        int64_t p = 40 + i, cl = 60 + 2 * i, rl = 58 + 2 * i;
+        for (int64_t j = 0; j < T; j++) {
+            if (j >= cl) ac_data_long(chosen)[i * T + j] = 50256;
+            if (j >= rl) ac_data_long(rejected)[i * T + j] = 50256;
+            ((bool *)cm->data)[i * T + j] = j >= p + 2 && j < cl;
+            ((bool *)rm->data)[i * T + j] = j >= p + 2 && j < rl;
+        }
+    }
+    t[0] = ac_persist(chosen), t[1] = ac_persist(rejected), t[2] = ac_persist(cm), t[3] = ac_persist(rm);
+    ac_arena_release(m);
+    c.batch = (PreferenceBatch){B, NULL, NULL, t[0], t[1], t[2], t[3]};
+    double s = timed(dpo_step, &c, 1, 1, 3);                                          /* timed(step, 1, 1, repeat=3) */
+    double r = timed(dpo_reference_step, &c, 0, 1, 3);
+    char f[200];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"reference_forwards_ms\": %.1f, \"reference_mb\": %.1f", s * 1e3, r * 1e3,
+             reference_mb);
+    print_line("gpt-dpo", f);
+    for (int k = 0; k < 4; k++) ac_free(t[k]);
+    optim_free(c.opt);
+    nn_free(&c.reference->module), nn_free(&c.policy->module);
+    ac_shutdown();
+}
+
 /* ---- matmul ------------------------------------------------------------------------------------------- */
 
 typedef struct { Tensor *a, *b; } MatCtx;
@@ -563,6 +643,9 @@ static void usage(FILE *f) {
                "  gpt-lora      the same with appendix E's LoRA (rank 16, alpha 16) on every Linear, the rest frozen\n"
                "  gpt-sft       one AdamW step of chapter 7's instruction finetuning (GPT-2 medium's shape, 355M,\n"
                "                all trainable) on 8 x 64 tokens with -100 padded targets (ms/step, tokens/s; 9.3 GB peak)\n"
+               "  gpt-dpo       one step of the DPO notebook at GPT-2 medium's shape: the policy's two forwards and\n"
+               "                backward, the frozen reference's two forwards, AdamW; 8 chosen and 8 rejected texts of\n"
+               "                77 tokens (ms/step, the reference's share, its MB; not in workloads.py: tests/tools/dpo_bench.py)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
                "  floor         the machine's floor under gpt-124m's step (not in workloads.py): the FMA peak (12\n"
@@ -613,6 +696,7 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "gpt-classify") == 0) gpt_classify(false);
         else if (strcmp(w, "gpt-lora") == 0) gpt_classify(true);
         else if (strcmp(w, "gpt-sft") == 0) gpt_sft();
+        else if (strcmp(w, "gpt-dpo") == 0) gpt_dpo();
         else if (strcmp(w, "floor") == 0) floor_probe();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);

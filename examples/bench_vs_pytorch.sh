@@ -2,7 +2,8 @@
 # attention.c and PyTorch side by side, in one sitting, on this machine:
 #   examples/bench_vs_pytorch.sh [WORKLOAD ...]      (default: all five, at 1 and 2 threads)
 # The GPT workloads take seconds to minutes a step and are named by hand: gpt-124m gpt-generate
-# gpt-classify gpt-lora gpt-sft (gpt-sft holds about 9.3 GB on each side, one side at a time).
+# gpt-classify gpt-lora gpt-sft gpt-dpo (gpt-sft holds about 9.3 GB on each side, one side at a time;
+# gpt-dpo, the DPO notebook's step, more: its PyTorch side is tests/tools/dpo_bench.py).
 # Prints each side's JSON line per workload and thread count. PyTorch is
 # Debian's python3-torch, run with Debian's own python3; set OPENBLAS_CORETYPE
 # (SKYLAKEX with AVX-512, HASWELL with AVX2) where OpenBLAS misdetects the core:
@@ -31,8 +32,15 @@ for t in 1 2; do
         if [ "$w" = gpt-sft ] && [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 11 ]; then
             echo "# gpt-sft skipped: under 11 GB available"; continue
         fi
+        if [ "$w" = gpt-dpo ] && [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -lt 14 ]; then
+            echo "# gpt-dpo skipped: under 14 GB available"; continue
+        fi
         echo "# $w, $t thread(s), load average $(cut -d' ' -f1-3 /proc/loadavg)"
         ./build/bench --threads "$t" "$w"
-        OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py ../shared/pytorch/workloads.py "$w" --threads "$t"
+        if [ "$w" = gpt-dpo ]; then
+            OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py tests/tools/dpo_bench.py --threads "$t"
+        else
+            OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py ../shared/pytorch/workloads.py "$w" --threads "$t"
+        fi
     done
 done

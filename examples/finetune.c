@@ -4,6 +4,7 @@
  *
  *     finetune classify [flags]    chapter 6; with --lora RANK, appendix E
  *     finetune instruct [flags]    chapter 7: instruction finetuning (--load F --prompt TEXT: an answer)
+ *     finetune dpo [flags]         chapter 7's DPO notebook: preference tuning (tests/tools/dpo.py)
  *
  * Each line carries the line of finetune.py (the book's code) it does. */
 #include <errno.h>
@@ -17,10 +18,12 @@
 
 #include "chartext.h"
 #include "data.h"
+#include "dpo.h"
 #include "gpt.h"
 #include "instruct.h"
 #include "json.h"
 #include "optim.h"
+#include "preference.h"
 #include "spam_data.h"
 #include "tensor.h"
 #include "tokenizer.h"
@@ -28,7 +31,7 @@
 
 #include "cli.h"
 #include "longrun.h"
-#include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source */
+#include "finetune_sources.h" /* finetune_example_source (this file), _classifier_source, _lora_source, _instruct_source, _preference_source, _dpo_source */
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -39,6 +42,8 @@ static void usage(FILE *f) {
             "                       Collection's format: label TAB text); with --lora RANK, appendix E\n"
             "  instruct             chapter 7: GPT-2 finetuned to follow instructions (--data: the book's\n"
             "                       instruction-data.json), then the first three test answers\n"
+            "  dpo                  chapter 7's DPO notebook: the policy tuned against its frozen copy on --data (the\n"
+            "                       book's instruction-data-with-preference.json), as tests/tools/dpo.py does it\n"
             "\n"
             "the model:\n"
             "  --gpt2 DIR           OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors)\n"
@@ -61,6 +66,12 @@ static void usage(FILE *f) {
             "  --max-new-tokens N   the test answers' length at most (256)\n"
             "  --responses FILE     the test set with each model_response, as json.dump(test_data, f, indent=4)\n"
             "  --prompt TEXT        with --load: answer this instruction (- reads stdin), streamed, and stop\n"
+            "dpo (and --subset, --show-batches, --allowed-max-length, --max-new-tokens, --responses as instruct):\n"
+            "  --data FILE          the JSON list of {instruction, input, output, chosen, rejected} (default\n"
+            "                       ../shared/data/instruction-data-with-preference.json)\n"
+            "  --beta X             the DPO loss's beta, above 0 (0.1); here --lr 5e-6, --weight-decay 0.01, --epochs 1\n"
+            "  --load FILE          the model to start from (finetune instruct --save's), into the one --gpt2 builds\n"
+            "  --plot FILE.svg      the notebook's figures: the loss and the reward margins\n"
             "training:\n"
             "  --seed N (123)  --batch N (8)  --lr X (5e-5; --lora: 8e-4)  --weight-decay X (0.1)\n"
             "  --epochs N (5; instruct: 2)  --eval-freq N (50; instruct: 5)  --eval-iter N (5)\n"
@@ -84,20 +95,22 @@ static void usage(FILE *f) {
             "  finetune classify --gpt2 DIR --data SMSSpamCollection    chapter 6's run\n"
             "  finetune classify --gpt2 DIR --lora 16 --print-model     appendix E's\n"
             "  finetune instruct --gpt2 gpt2-medium --save m.safetensors --responses r.json   chapter 7's\n"
-            "  finetune instruct --gpt2 gpt2-medium --load m.safetensors --prompt \"Rewrite the sentence: ...\"\n");
+            "  finetune instruct --gpt2 gpt2-medium --load m.safetensors --prompt \"Rewrite the sentence: ...\"\n"
+            "  finetune dpo --show-batches --epochs 0             the DPO notebook's data lines and first losses\n"
+            "  finetune dpo --gpt2 gpt2-medium --load m.safetensors --responses d.json   the notebook's run after chapter 7\n");
 }
 
 typedef struct {
     const char *tokenizer, *data, *gpt2, *split_dir, *log, *save, *load, *resume, *plot, *responses, *prompt, *html;
     long long context, emb_dim, heads, layers, seed, batch, epochs, eval_freq, eval_iter, max_length, lora;
     long long subset, allowed_max_length, max_new_tokens;
-    double lr, weight_decay, lora_alpha;
+    double lr, weight_decay, lora_alpha, beta;
     bool qkv_bias, print_model, exact, show_batches;
     int cmd;
 } Flags;
 
-enum { CLASSIFY, INSTRUCT };
-static const char *const commands[] = {"classify", "instruct", NULL};
+enum { CLASSIFY, INSTRUCT, DPO };
+static const char *const commands[] = {"classify", "instruct", "dpo", NULL};
 #define ON(c) (1u << (c))
 #define BIG 1000000000000LL
 
@@ -106,7 +119,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     *a = (Flags){.tokenizer = cli_default_path("data/gpt2", tok_default, sizeof tok_default),
                  .context = 120, .emb_dim = 12, .heads = 2, .layers = 1, .seed = 123, .batch = 8, .epochs = -1,
                  .eval_freq = -1, .eval_iter = 5, .max_length = -1, .lr = NAN, .weight_decay = 0.1, .lora_alpha = 16,
-                 .allowed_max_length = 1024, .max_new_tokens = 256};
+                 .allowed_max_length = 1024, .max_new_tokens = 256, .beta = 0.1};
     long long threads = 0;
     const cli_flag flags[] = {
         CLI_TEXT_FLAG("--tokenizer", &a->tokenizer, CLI_ALL),
@@ -131,11 +144,12 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         CLI_INT_FLAG("--lora", &a->lora, 1, BIG, ON(CLASSIFY)),
         CLI_NUM_FLAG("--lora-alpha", &a->lora_alpha, -HUGE_VAL, HUGE_VAL, ON(CLASSIFY)),
         CLI_SWITCH_FLAG("--print-model", &a->print_model, ON(CLASSIFY)),
-        CLI_INT_FLAG("--subset", &a->subset, 0, BIG, ON(INSTRUCT)),
-        CLI_SWITCH_FLAG("--show-batches", &a->show_batches, ON(INSTRUCT)),
-        CLI_INT_FLAG("--allowed-max-length", &a->allowed_max_length, 1, BIG, ON(INSTRUCT)),
-        CLI_INT_FLAG("--max-new-tokens", &a->max_new_tokens, 1, BIG, ON(INSTRUCT)),
-        CLI_TEXT_FLAG("--responses", &a->responses, ON(INSTRUCT)),
+        CLI_INT_FLAG("--subset", &a->subset, 0, BIG, ON(INSTRUCT) | ON(DPO)),
+        CLI_SWITCH_FLAG("--show-batches", &a->show_batches, ON(INSTRUCT) | ON(DPO)),
+        CLI_INT_FLAG("--allowed-max-length", &a->allowed_max_length, 1, BIG, ON(INSTRUCT) | ON(DPO)),
+        CLI_INT_FLAG("--max-new-tokens", &a->max_new_tokens, 1, BIG, ON(INSTRUCT) | ON(DPO)),
+        CLI_TEXT_FLAG("--responses", &a->responses, ON(INSTRUCT) | ON(DPO)),
+        CLI_NUM_FLAG("--beta", &a->beta, -HUGE_VAL, HUGE_VAL, ON(DPO)),
         CLI_TEXT_FLAG("--prompt", &a->prompt, ON(INSTRUCT)),
         CLI_TEXT_FLAG("--log", &a->log, CLI_ALL),
         CLI_TEXT_FLAG("--save", &a->save, CLI_ALL),
@@ -148,12 +162,13 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     cli_args args;
     int rc = cli_parse(&spec, argc, argv, &args, usage);
     if (rc) return rc;
-    if (args.command < 0) return cli_fail(&spec, "give a command: %s%s", "classify or instruct", "");
+    if (args.command < 0) return cli_fail(&spec, "give a command: %s%s", "classify, instruct or dpo", "");
     a->cmd = args.command;
     bool cls = a->cmd == CLASSIFY;
     if (!a->data)                                                                 /* a.data or (sms_spam_sample.tsv if cls else instruction-data.json) */
-        a->data = cli_default_path(cls ? "data/sms_spam_sample.tsv" : "data/instruction-data.json", data_default, sizeof data_default);
-    if (a->epochs < 0) a->epochs = cls ? 5 : 2;                                   /* a.epochs or (5 if cls else 2) */
+        a->data = cli_default_path(cls ? "data/sms_spam_sample.tsv" : a->cmd == DPO ? "data/instruction-data-with-preference.json"
+                                   : "data/instruction-data.json", data_default, sizeof data_default);
+    if (a->epochs < 0) a->epochs = cls ? 5 : a->cmd == DPO ? 1 : 2;               /* a.epochs or (5 if cls else 2); dpo: the notebook's 1 */
     if (a->eval_freq < 0) a->eval_freq = cls ? 50 : 5;                            /* a.eval_freq or (50 if cls else 5) */
     if (a->prompt && !a->load)
         return cli_fail(&spec, "--prompt answers with a finetuned model: give its weights with --load FILE%s%s", "", "");
@@ -172,14 +187,15 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         snprintf(hf, sizeof hf, "%s/vocab.json", a->gpt2);
         if (!cli_given(&spec, &args, "--tokenizer") && stat(hf, &st) == 0) a->tokenizer = a->gpt2;
     }
-    if (a->load && (a->log || a->save))
+    if (a->load && (a->log || a->save) && a->cmd != DPO) /* (dpo's --load: the model it starts from) */
         return cli_fail(&spec, "--load skips training: %s has nothing to write%s", a->log ? "--log" : "--save", "");
-    if (a->resume && a->load)
+    if (a->resume && a->load && a->cmd != DPO) /* (dpo's --load is the model both runs start from) */
         return cli_fail(&spec, "--resume goes on training from a --save; --load answers with finished weights: give one%s%s", "", "");
     if (a->resume && a->html)
         return cli_fail(&spec, "--html shows a whole run's output: give it to a run without --resume%s%s", "", "");
     if (a->resume && !a->save) a->save = a->resume; /* a second stop keeps the work too */
-    if (isnan(a->lr)) a->lr = cls && a->lora ? 8e-4 : 5e-5;           /* a.lr if given else (8e-4 if cls and a.lora else 5e-5) */
+    if (isnan(a->lr)) a->lr = cls && a->lora ? 8e-4 : a->cmd == DPO ? 5e-6 : 5e-5; /* a.lr if given else (8e-4 if cls and a.lora else 5e-5); dpo: 5e-6 */
+    if (a->cmd == DPO && !cli_given(&spec, &args, "--weight-decay")) a->weight_decay = 0.01; /* the notebook's AdamW(..., weight_decay=0.01) */
     if (threads) torch_set_num_threads(threads > 256 ? 256 : (int)threads);
     ac_set_exact(a->exact);
     return 0;
@@ -455,7 +471,7 @@ static bool resume_weights(const Flags *a, nn_GPTModel *model, optim_Optimizer *
     if (ok && (!series_from(&run->loss, safetensors_get(&f, "curve.loss")) ||
                !series_from(&run->acc, safetensors_get(&f, "curve.accuracy"))))
         ok = false, fail("--resume %s: its curves are not (n, 3) float64%s", a->resume, "");
-    if (ok && a->cmd == INSTRUCT && s->done > 0) {
+    if (ok && a->cmd != CLASSIFY && s->done > 0) { /* (C: instruct's and dpo's answers) */
         s->answers = ac_malloc(sizeof(char *) * (size_t)s->done);
         for (int64_t i = 0; i < s->done; i++) {
             char key[32];
@@ -1262,6 +1278,430 @@ out:
     return rc;
 }
 
+/* ---- finetune dpo: the book's DPO notebook (ch07/04_preference-tuning-with-dpo), after chapter 7 ---------- */
+
+/* print(tokenizer.decode(ids)) */
+static void print_decoded(Tokenizer *tok, const int64_t *ids, int64_t n) {
+    char err[256];
+    size_t len;
+    ac_mark mk = ac_arena_mark();
+    char *text = tokenizer_decode(tok, ids, n, &len, err, sizeof err);
+    if (!text) ac_error("decode: %s", err);
+    fwrite(text, 1, len, stdout);
+    putchar('\n');
+    ac_arena_release(mk);
+}
+
+/* print(decode_tokens_from_batch(row[mask], tokenizer)): the ids the mask keeps */
+static void print_masked(Tokenizer *tok, Tensor *row, Tensor *mask) {
+    int64_t n = row->shape[0], k = 0;
+    int64_t *ids = ac_arena_alloc(sizeof(int64_t) * (size_t)(n ? n : 1));
+    const int64_t *x = (const int64_t *)row->data + row->offset;
+    const bool *m = (const bool *)mask->data + mask->offset;
+    for (int64_t t = 0; t < n; t++)
+        if (m[t]) ids[k++] = x[t];
+    print_decoded(tok, ids, k);
+}
+
+/* The notebook's cells before the split: pprint.pp(data[50]), pprint.pp(data[999]), format_input(data[50])
+ * and its two responses */
+static void show_data(const JsonValue *data) { // (C: the notebook's data cells)
+    static const size_t at[] = {50, 999};
+    for (int k = 0; k < 2; k++)
+        if (at[k] < json_len(data)) pprint_pp(json_at(data, at[k]), stdout);     // pprint.pp(data[50])
+    if (json_len(data) <= 50) return;
+    const JsonValue *e = json_at(data, 50);
+    size_t len;
+    char *model_input = format_input_len(e, &len);                              // model_input = format_input(data[50])
+    fwrite(model_input, 1, len, stdout);                                          // print(model_input)
+    printf("\n### Response:\n%s\n", instruct_field(e, "chosen"));                // print(f"### Response:\n{data[50]['chosen']}")
+    printf("### Response:\n%s\n", instruct_field(e, "rejected"));                // print(f"### Response:\n{data[50]['rejected']}")
+    free(model_input);
+}
+
+/* The two-entry example of custom_collate_fn */
+static bool show_example(const JsonValue *data, Tokenizer *tok, const Flags *a) { // (C: the notebook's collate cells)
+    char err[1024];
+    InstructList example_data = {data->items, json_len(data) < 2 ? (int64_t)json_len(data) : 2}; // example_data = data[:2]
+    for (int64_t i = 0; i < example_data.n; i++) {                               // for i in example_data:
+        putchar('\n');                                                            //     print()
+        pprint_pp(example_data.entries[i], stdout);                               //     pprint.pp(i)
+    }
+    PreferenceDataset *ds = PreferenceDataset_new(example_data, tok, err, sizeof err); // example_dataset = PreferenceDataset(example_data, tokenizer)
+    if (!ds) return fail("%s: %s", a->data, err), false;
+    ac_mark mk = ac_arena_mark();
+    PreferenceBatch batch;                                                        // for batch in example_dataloader: break
+    preference_collate_fn(ds, (const int64_t[]){0, 1}, example_data.n, 50256, a->allowed_max_length, true, &batch);
+    printf("batch.keys: dict_keys(['prompt', 'chosen', 'rejected', 'rejected_mask', 'chosen_mask'])\n");
+    printf("[");                                                                  // batch["prompt"] (a list of tensors, as the notebook shows it)
+    for (int64_t r = 0; r < batch.n; r++) {
+        const char *s = torch_repr(torch_tensor_long(batch.prompt[r], SHAPE(batch.prompt_lens[r])));
+        if (r) printf(",\n ");
+        for (; *s; s++) *s == '\n' ? (void)fputs("\n ", stdout) : (void)putchar(*s);
+    }
+    printf("]\n");
+    torch_print(batch.chosen);                                                    // batch["chosen"]
+    print_decoded(tok, batch.prompt[0], batch.prompt_lens[0]);                    // print(decode_tokens_from_batch(batch["prompt"][0], tokenizer))
+    Tensor *chosen0 = torch_select(batch.chosen, 0, 0), *rejected0 = torch_select(batch.rejected, 0, 0);
+    print_decoded(tok, (const int64_t *)chosen0->data + chosen0->offset, chosen0->shape[0]); // ... batch["chosen"][0]
+    print_decoded(tok, (const int64_t *)rejected0->data + rejected0->offset, rejected0->shape[0]); // ... batch["rejected"][0]
+    Tensor *chosen_mask0 = torch_select(batch.chosen_mask, 0, 0);
+    print_size("chosen inputs:", " ", chosen0);                                   // print("chosen inputs:", batch["chosen"][0].shape)
+    print_size("chosen mask:  ", " ", chosen_mask0);                              // print("chosen mask:  ", batch["chosen_mask"][0].shape)
+    torch_print(chosen_mask0);                                                    // batch["chosen_mask"][0]
+    print_masked(tok, chosen0, chosen_mask0);                                     // ... batch["chosen"][0][batch["chosen_mask"][0]]
+    print_masked(tok, rejected0, torch_select(batch.rejected_mask, 0, 0));        // ... batch["rejected"][0][batch["rejected_mask"][0]]
+    ac_arena_release(mk);
+    PreferenceDataset_free(ds);
+    return true;
+}
+
+/* The notebook's two demonstrations of gather */
+static void show_gather(void) { // (C: the notebook's gather cells)
+    ac_mark mk = ac_arena_mark();
+    Tensor *logits = torch_tensor((const float[]){2.0f, 1.0f, 0.1f, 0.5f, 2.5f, 0.3f}, SHAPE(2, 3)); // logits = torch.tensor(...)
+    Tensor *targets = torch_tensor_long((const int64_t[]){0, 2}, SHAPE(2));      // targets = torch.tensor([0, 2])
+    Tensor *log_softmax_logits = torch_log_softmax(logits, 1);                    // log_softmax_logits = F.log_softmax(logits, dim=1)
+    Tensor *selected_log_probs = torch_reshape(                                   // selected_log_probs = torch.gather(input=log_softmax_logits,
+        torch_gather(log_softmax_logits, 1, torch_unsqueeze(targets, 1)), SHAPE(2)); //     dim=1, index=targets.unsqueeze(1)).squeeze(1)
+    Tensor *manual_loss = torch_neg(torch_mean(selected_log_probs));              // manual_loss = -selected_log_probs.mean()
+    Tensor *cross_entropy_loss = torch_cross_entropy(logits, targets, -100);     // cross_entropy_loss = F.cross_entropy(logits, targets)
+    printf("%s %s\n", torch_repr(manual_loss), torch_repr(cross_entropy_loss));  // print(manual_loss, cross_entropy_loss)
+    Tensor *t = torch_tensor((const float[]){1, 2, 3, 4}, SHAPE(2, 2));           // t = torch.tensor([[1., 2.,], [3., 4.]])
+    Tensor *m = torch_tensor_long((const int64_t[]){1, 1, 0, 1}, SHAPE(2, 2));    // m = torch.tensor([[1, 1], [0, 1]])
+    torch_print(torch_gather(t, -1, m));                                          // torch.gather(input=t, dim=-1, index=m)
+    ac_arena_release(mk);
+}
+
+/* (C: refused before any work) every training and validation entry keeps a response token of each kind
+ * under --allowed-max-length: compute_logprobs divides by their count */
+static bool check_response_tokens(const PreferenceDataset *ds, const char *split, int64_t first, const Flags *a) {
+    for (int64_t i = 0; i < ds->n; i++)
+        for (int key = 0; key < 2; key++)
+            if (preference_response_tokens(ds, i, key == 0, a->allowed_max_length) == 0) {
+                fflush(stdout);
+                fprintf(stderr, "finetune: %s: entry %lld (%s entry %lld), key '%s': its prompt's %lld tokens and the two "
+                        "newlines after them leave no response token under --allowed-max-length %lld (%lld tokens in all): "
+                        "the mean log-probability would divide by zero\n", a->data, (long long)(first + i), split, (long long)i,
+                        key == 0 ? "chosen" : "rejected", (long long)ds->prompt_lens[i], (long long)a->allowed_max_length,
+                        (long long)(key == 0 ? ds->chosen_lens[i] : ds->rejected_lens[i]));
+                return false;
+            }
+    return true;
+}
+
+/* The longest batch row fits the model: min(longest text, allowed_max_length) <= context_length */
+static bool preference_fits(const PreferenceDataset *ds, const char *split, const Flags *a, int64_t context) {
+    for (int64_t i = 0; i < ds->n; i++) {
+        int64_t n = ds->chosen_lens[i] > ds->rejected_lens[i] ? ds->chosen_lens[i] : ds->rejected_lens[i];
+        if (n + 1 > a->allowed_max_length) n = a->allowed_max_length - 1; /* a batch is the longest + 1, then cut */
+        if (n + 1 > context) {
+            fflush(stdout);
+            fprintf(stderr, "finetune: %s entry %lld makes batches of %lld tokens, more than the model's context_length "
+                    "%lld (--allowed-max-length %lld cuts them)\n", split, (long long)i, (long long)(n + 1),
+                    (long long)context, (long long)context);
+            return false;
+        }
+    }
+    return true;
+}
+
+typedef struct { const Series2 *loss, *margin; double epochs; } DpoTracking; /* x: tokens seen */
+
+static void train_model_dpo_simple(nn_GPTModel *policy_model, nn_GPTModel *reference_model,   // def train_model_dpo_simple(policy_model, reference_model,
+                                   PreferenceDataLoader *train_loader, PreferenceDataLoader *val_loader, //     train_loader, val_loader,
+                                   optim_Optimizer *optimizer, int64_t num_epochs, double beta,  //     optimizer, num_epochs, beta,
+                                   int64_t eval_freq, int64_t eval_iter,                        //     eval_freq, eval_iter,
+                                   const char *start_context, size_t start_len, Tokenizer *tok, //     start_context, tokenizer):
+                                   Run *run) {                                                  /* (C: the log; run->loss and run->acc track the losses and margins) */
+    Stand *at = &run->at; /* (C: where the run stands; a --resume starts there) */
+    int64_t tokens_seen = at->seen, global_step = at->global_step;               // tokens_seen, global_step = 0, -1
+    int64_t per_epoch = PreferenceDataLoader_len(train_loader);
+    longrun_live live;
+    longrun_live_start(&live, global_step + 1);
+    for (int64_t epoch = at->epoch; epoch < num_epochs; epoch++) {                // for epoch in range(num_epochs):
+        nn_train(&policy_model->module, true);                                    //     policy_model.train()
+        PreferenceDataLoaderIter it = {train_loader, 0, 0, NULL, false, false};  //     for batch in train_loader:
+        if (epoch == at->epoch && at->batches_done >= 0)                          /* (C: a resumed epoch: its order, its batches done) */
+            it.order = at->order, it.next = at->batches_done, it.started = at->order != NULL, at->order = NULL;
+        else
+            it = PreferenceDataLoader_iter(train_loader);
+        PreferenceBatch batch;
+        while (!longrun_stopping()) {
+            ac_mark mk = ac_arena_mark();
+            if (!PreferenceDataLoaderIter_next(&it, &batch)) {
+                ac_arena_release(mk);
+                break;
+            }
+            optim_zero_grad(optimizer);                                           //         optimizer.zero_grad()
+            gpt_DPOLoss l = gpt_compute_dpo_loss_batch(&batch, policy_model, reference_model, beta); // loss, chosen_rewards, rejected_rewards = compute_dpo_loss_batch(...)
+            torch_backward(l.loss, NULL);                                         //         loss.backward()
+            optim_step(optimizer);                                                //         optimizer.step()
+            tokens_seen += torch_numel(batch.chosen);                             //         tokens_seen += batch["chosen"].numel()
+            global_step += 1;                                                     //         global_step += 1
+            if (run->log) fprintf(run->log, "step %lld loss %.6f\n", (long long)global_step, torch_item(l.loss)); // log.write(...)
+            ac_arena_release(mk);
+            char what[64];
+            snprintf(what, sizeof what, "epoch %lld/%lld  step", (long long)epoch + 1, (long long)num_epochs);
+            longrun_live_show(&live, what, global_step + 1, per_epoch * num_epochs, (double)(tokens_seen - at->seen), "tokens");
+            if (global_step % eval_freq == 0) {                                   //         if global_step % eval_freq == 0:
+                gpt_DPOEval res = gpt_evaluate_dpo_loss_loader(policy_model, reference_model, train_loader, val_loader, // res = evaluate_dpo_loss_loader(...)
+                                                               beta, eval_iter);
+                double train_reward_margin = res.train_chosen_reward - res.train_rejected_reward; // train_reward_margin = ...
+                double val_reward_margin = res.val_chosen_reward - res.val_rejected_reward;
+                series_add(&run->loss, (double)tokens_seen, res.train_loss, res.val_loss); // tracking["train_losses"].append(res["train_loss"]) ...
+                series_add(&run->acc, (double)tokens_seen, train_reward_margin, val_reward_margin);
+                longrun_live_clear(&live);
+                printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f, Train reward margins %.3f, "
+                       "Val reward margins %.3f\n", (long long)epoch + 1, (long long)global_step, res.train_loss, // print(f"Ep {epoch+1} (Step {global_step:06d}): "
+                       res.val_loss, train_reward_margin, val_reward_margin);
+                longrun_flush("finetune");
+            }
+            at->global_step = global_step, at->seen = tokens_seen;
+            longrun_point("step", global_step);
+        }
+        if (longrun_stopping() && !it.done) {                                     /* (C: stopped inside the epoch: the save records where) */
+            stand_in_epoch(at, epoch, it.order, PreferenceDataset_len(train_loader->dataset), it.next);
+            PreferenceDataLoaderIter_free(&it);
+            longrun_live_clear(&live);
+            return;
+        }
+        PreferenceDataLoaderIter_free(&it);
+        longrun_live_clear(&live);
+        generate_and_print_sample(policy_model, tok, start_context, start_len, 50); // generate_and_print_sample(model, tokenizer, start_context)
+        at->epoch = epoch + 1, at->batches_done = -1;                             /* (C: the next epoch, from its start) */
+        if (longrun_stopping()) break;
+    }
+}
+
+typedef struct {
+    nn_GPTModel *policy, *reference; PreferenceDataLoader *train_loader, *val_loader; optim_Optimizer *optimizer;
+    const Flags *a; Run *run; const char *start; size_t start_len; Tokenizer *tok;
+} DpoTraining;
+
+static int64_t dpo_training(void *ctx) {
+    DpoTraining *c = ctx;
+    train_model_dpo_simple(c->policy, c->reference, c->train_loader, c->val_loader, c->optimizer, c->a->epochs, c->a->beta,
+                           c->a->eval_freq, c->a->eval_iter, c->start, c->start_len, c->tok, c->run);
+    return c->run->at.seen;
+}
+
+/* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses, label="loss"), and the same of the reward
+ * margins, side by side; epochs_seen = torch.linspace(0, num_epochs, len(train_losses)) */
+static bool draw_dpo_figures(FILE *f, void *u) {
+    const DpoTracking *t = u;
+    int64_t n = t->loss->n;
+    double *x = ac_malloc(sizeof(double) * (size_t)(n ? n : 1));
+    for (int64_t i = 0; i < n; i++) x[i] = n > 1 ? t->epochs * (double)i / (double)(n - 1) : 0.0;
+    double per_epoch = n > 1 && t->epochs > 0 ? t->loss->x[n - 1] / t->epochs : 0;
+    ac_series l[2] = {{"Training loss", n, x, t->loss->a}, {"Validation loss", n, x, t->loss->b}};
+    ac_series m[2] = {{"Training reward margins", n, x, t->margin->a}, {"Validation reward margins", n, x, t->margin->b}};
+    ac_plot_opts lo = {.title = "DPO: the loss", .xlabel = "Epochs", .ylabel = "loss", .x2label = "Tokens seen",
+                       .x2_per_x = per_epoch};
+    ac_plot_opts mo = {.title = "DPO: the reward margins", .xlabel = "Epochs", .ylabel = "reward margins",
+                       .x2label = "Tokens seen", .x2_per_x = per_epoch};
+    fputs("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"1280\" height=\"400\" viewBox=\"0 0 1280 400\">\n", f);
+    bool ok = ac_plot_svg(f, &lo, n ? 2 : 0, l);
+    fputs("<g transform=\"translate(640,0)\">\n", f);
+    ok = ac_plot_svg(f, &mo, n ? 2 : 0, m) && ok;
+    fputs("</g>\n</svg>\n", f);
+    free(x);
+    return ok && !ferror(f);
+}
+
+static int cmd_dpo(const Flags *a) {
+    char err[1024];
+    if (!(a->beta > 0)) { /* (C: refused: -logsigmoid(beta * logits) has no slope to follow at beta 0) */
+        char b[32];
+        return fail("--beta %s: beta must be greater than 0 (the notebook takes 0.1 to 0.5; as beta goes to 0 the "
+                    "reference model is ignored)%s", ac_pyfloat(a->beta, b), "");
+    }
+    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
+    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
+    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
+    if (a->responses && !cli_check_output("finetune", "--responses", a->responses)) return 1;
+    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    int rc = 1;
+    JsonValue *data = NULL, *test_json = NULL;
+    PreferenceDataset *train_ds = NULL, *val_ds = NULL;
+    nn_GPTModel *policy_model = NULL, *reference_model = NULL;
+    optim_Optimizer *optimizer = NULL;
+    Run run = {0};
+    char *start = NULL;
+    /* (C: the data, the datasets and the model first: every refusal comes before the first line) */
+    if (!(data = preference_load(a->data, err, sizeof err))) {                    // with open(a.data) as f: data = json.load(f)
+        fail("%s%s", err, "");
+        goto out;
+    }
+    int64_t first_equal, n_equal = preference_count_equal(data, &first_equal);
+    if (n_equal && n_equal == (int64_t)json_len(data)) {
+        fail("%s: every entry's 'chosen' equals its 'rejected': there is no preference to learn%s", a->data, "");
+        goto out;
+    }
+    if (n_equal)
+        fprintf(stderr, "finetune: warning: %s: %lld of %zu entries (entry %lld first) have 'chosen' equal to 'rejected': "
+                "no preference to learn from them\n", a->data, (long long)n_equal, json_len(data), (long long)first_equal);
+    InstructSplits sp = instruct_split(data, a->subset);                         // train_data, test_data, val_data = ... ([:a.subset])
+    int64_t val_first = (int64_t)(sp.val.entries - data->items), test_first = (int64_t)(sp.test.entries - data->items);
+    if (sp.train.n < a->batch || sp.val.n < 3) {
+        fflush(stdout);
+        fprintf(stderr, "finetune: %s: the %s split has %lld entries, %s (85%% training, 10%% test, the rest validation)\n",
+                a->data, sp.train.n < a->batch ? "training" : "validation",
+                (long long)(sp.train.n < a->batch ? sp.train.n : sp.val.n),
+                sp.train.n < a->batch ? "fewer than one --batch (the training loader drops the last, partial one)"
+                                      : "fewer than 3: the sample's prompt is the third's (format_input(val_data[2]))");
+        goto out;
+    }
+    if (!(train_ds = PreferenceDataset_new(sp.train, tokenizer, err, sizeof err)) || // PreferenceDataset(train_data, tokenizer)
+        !(val_ds = PreferenceDataset_new(sp.val, tokenizer, err, sizeof err))) {    // PreferenceDataset(val_data, tokenizer)
+        fail("%s: %s", a->data, err);
+        goto out;
+    }
+    if (!check_response_tokens(train_ds, "training", 0, a) || !check_response_tokens(val_ds, "validation", val_first, a))
+        goto out;
+    if (!(policy_model = model_for(a))) goto out;                                 // policy_model, cfg = model_for(a)
+    if (policy_model->cfg.vocab_size < tokenizer_n_vocab(tokenizer)) {            /* (C: refused: ids past the embedding) */
+        fflush(stdout);
+        fprintf(stderr, "finetune: --gpt2 %s: the model's vocab_size %lld is smaller than the tokenizer's %lld tokens (%s): "
+                "give the model's own tokenizer with --tokenizer DIR\n", a->gpt2 ? a->gpt2 : "(none)",
+                (long long)policy_model->cfg.vocab_size, (long long)tokenizer_n_vocab(tokenizer), a->tokenizer);
+        goto out;
+    }
+    if (a->load && !load_weights(a->load, policy_model)) goto out;                /* (C: --load FILE: the SFT model of finetune instruct --save) */
+    if (!preference_fits(train_ds, "training", a, policy_model->cfg.context_length) ||
+        !preference_fits(val_ds, "validation", a, policy_model->cfg.context_length))
+        goto out;
+
+    PreferenceCollateArgs collate = {50256, a->allowed_max_length, true};        // collate = partial(custom_collate_fn, mask_prompt_tokens=True, allowed_max_length=...)
+    PreferenceDataLoader train_loader = PreferenceDataLoader_new(train_ds, a->batch, true, true, collate); // DataLoader(..., shuffle=True, drop_last=True)
+    PreferenceDataLoader val_loader = PreferenceDataLoader_new(val_ds, a->batch, false, false, collate);   // DataLoader(..., shuffle=False, drop_last=False)
+    reference_model = gpt_reference_model(policy_model);                          // reference_model = copy.deepcopy(policy_model); .eval()
+    optimizer = new_optimizer(a, policy_model);
+    run.at = (Stand){.epoch = 0, .batches_done = -1, .global_step = -1, .seen = 0, .done = -1,
+                     .train_batches = PreferenceDataLoader_len(&train_loader), .batch = a->batch};
+    if (a->resume && !read_stand(a, policy_model, optimizer, run.at.train_batches, &run)) goto out;
+
+    if (!run.resumed) { /* (C: a resumed run printed these lines already) */
+        printf("Number of entries: %zu\n", json_len(data));                       // print("Number of entries:", len(data))
+        if (a->show_batches) show_data(data);                                     // if a.show_batches: show_data(...)
+        printf("Training set length: %lld\n", (long long)sp.train.n);            // print("Training set length:", len(train_data))
+        printf("Validation set length: %lld\n", (long long)sp.val.n);
+        printf("Test set length: %lld\n", (long long)sp.test.n);
+        longrun_flush("finetune");
+        if (a->show_batches && !show_example(data, tokenizer, a)) goto out;      // if a.show_batches: show_example(...)
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed) (C: before the loaders above)
+        if (a->show_batches) {                                                    // if a.show_batches:
+            printf("Train loader:\n");                                            //     print("Train loader:")
+            ac_mark mk = ac_arena_mark();
+            PreferenceDataLoaderIter it = PreferenceDataLoader_iter(&train_loader); //   for batch in train_loader:
+            PreferenceBatch batch, last = {0};
+            while (PreferenceDataLoaderIter_next(&it, &batch)) {
+                print_shapes(batch.chosen, batch.rejected);                       //         print(batch["chosen"].shape, batch["rejected"].shape)
+                last = batch;
+            }
+            show_gather();                                                        //     show_gather()
+            bool prev = torch_no_grad_enter();                                    // with torch.no_grad():
+            gpt_DPOLoss l = gpt_compute_dpo_loss_batch(&last, policy_model, reference_model, a->beta); // loss = compute_dpo_loss_batch(batch, ...)
+            torch_no_grad_exit(prev);
+            printf("(%s, %s, %s)\n", torch_repr(l.loss), torch_repr(l.chosen_rewards), torch_repr(l.rejected_rewards)); // print(loss)
+            longrun_flush("finetune");
+            ac_arena_release(mk);
+        }
+        torch_manual_seed((uint64_t)a->seed);                                     // torch.manual_seed(a.seed)
+        char b[4][32];
+        gpt_DPOEval res = gpt_evaluate_dpo_loss_loader(policy_model, reference_model, &train_loader, &val_loader, a->beta,
+                                                       a->eval_iter);            // res = evaluate_dpo_loss_loader(...)
+        printf("Training loss: %s\n", ac_pyfloat(res.train_loss, b[0]));         // print("Training loss:", res["train_loss"])
+        printf("Validation loss: %s\n", ac_pyfloat(res.val_loss, b[1]));         // print("Validation loss:", res["val_loss"])
+        printf("Train reward margin: %s\n", ac_pyfloat(res.train_chosen_reward - res.train_rejected_reward, b[2])); // print("Train reward margin:", ...)
+        printf("Val reward margin: %s\n", ac_pyfloat(res.val_chosen_reward - res.val_rejected_reward, b[3])); // print("Val reward margin:", ...)
+        longrun_flush("finetune");
+    }
+    size_t start_len;
+    start = format_input_len(sp.val.entries[2], &start_len);                      // format_input(val_data[2])
+    DpoTraining c = {policy_model, reference_model, &train_loader, &val_loader, optimizer, a, &run, start, start_len, tokenizer};
+    if (!train_and_save(a, policy_model, optimizer, &run, dpo_training, &c, &rc)) goto out; // train_model_dpo_simple(...)
+
+    nn_eval(&policy_model->module);                                               // policy_model.eval()
+    torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
+    int64_t context = policy_model->cfg.context_length;
+    test_json = instruct_list_json(sp.test);
+    /* (C: the final items: the three printed pairs, then each --responses answer; a stop may come between two) */
+    int64_t n_shown = sp.test.n < 3 ? sp.test.n : 3, n_items = n_shown + (a->responses ? sp.test.n : 0);
+    int64_t first = run.at.done > 0 ? run.at.done : 0;
+    if (first > n_items) first = n_items;
+    char **answers = ac_malloc(sizeof(char *) * (size_t)(n_items > first ? n_items : first) + 1);
+    for (int64_t k = 0; k < first; k++) {
+        answers[k] = run.at.answers[k];
+        if (k >= n_shown) json_set_string(json_at(test_json, (size_t)(k - n_shown)), "model_response", answers[k], strlen(answers[k]));
+    }
+    free(run.at.answers);
+    run.at.answers = answers, run.at.done = first;
+    longrun_unit("finetune", "answer");
+    longrun_live live;
+    longrun_live_start(&live, first);
+    int64_t tokens0 = tokens_generated;
+    for (int64_t k = first; k < n_items; k++) {
+        if (longrun_stopping()) {
+            char after[64];
+            snprintf(after, sizeof after, "answer %lld of %lld", (long long)k, (long long)n_items);
+            rc = stop_run(a, policy_model, NULL, &run, after);
+            goto out;
+        }
+        JsonValue *entry = json_at(test_json, (size_t)(k < n_shown ? k : k - n_shown));
+        size_t plen;
+        char *input_text = format_input_len(entry, &plen);                        // input_text = format_input(entry)
+        char *ans = NULL;
+        if (k < n_shown) {                                                        // for entry in test_data[:3]:
+            char *ref = respond(reference_model, tokenizer, input_text, plen, context, a->max_new_tokens, false); // reference_response_text = respond(reference_model, ...)
+            char *pol = ref ? respond(policy_model, tokenizer, input_text, plen, context, a->max_new_tokens, false) : NULL; // policy_response_text = respond(policy_model, ...)
+            if (pol) {
+                longrun_live_clear(&live);
+                fwrite(input_text, 1, plen, stdout);                              //     print(input_text)
+                printf("\n\nCorrect response:\n>> %s\n", instruct_field(entry, "output")); // print(f"\nCorrect response:\n>> {entry['output']}")
+                printf("\nReference model response:\n>> %s\n", ref);              //     print(f"\nReference model response:\n>> {reference_response_text.strip()}")
+                printf("\nPolicy model response:\n>> %s\n", pol);                 //     print(f"\nPolicy model response:\n>> {policy_response_text.strip()}")
+                printf("\n-------------------------------------\n\n");           //     print("\n-------------------------------------\n")
+                longrun_flush("finetune");
+                ans = ac_malloc(1), ans[0] = 0; /* (C: nothing to keep: its lines are printed) */
+            }
+            free(ref), free(pol);
+        } else {                                                                  // for entry in test_data:
+            ans = respond(policy_model, tokenizer, input_text, plen, context, a->max_new_tokens, false);
+            if (ans) json_set_string(entry, "model_response", ans, strlen(ans));  //     entry["model_response"] = respond(policy_model, ...)
+        }
+        free(input_text);
+        if (!ans) goto out;
+        run.at.answers[k] = ans, run.at.done = k + 1;
+        longrun_live_show(&live, "answer", k + 1, n_items, (double)(tokens_generated - tokens0), "tokens");
+        longrun_point("answer", k + 1);
+    }
+    longrun_live_clear(&live);
+    if (a->responses && !json_dump(test_json, a->responses, 4, err, sizeof err)) { // json.dump(test_data, f, indent=4)
+        fail("--responses %s%s", err, "");
+        goto out;
+    }
+    DpoTracking tracking = {&run.loss, &run.acc, (double)a->epochs};
+    if (page_wanted) page_svg = ac_draw_to_string(draw_dpo_figures, &tracking);
+    if (a->plot && !ac_write_file_atomic(a->plot, draw_dpo_figures, &tracking)) {
+        fail("cannot write --plot %s: %s", a->plot, strerror(errno));
+        goto out;
+    }
+    rc = 0;
+    (void)test_first;
+out:
+    run_free(&run);
+    free(start);
+    optim_free(optimizer);
+    if (reference_model) nn_free(&reference_model->module);
+    if (policy_model) nn_free(&policy_model->module);
+    PreferenceDataset_free(train_ds), PreferenceDataset_free(val_ds);
+    json_free(test_json), json_free(data);
+    tokenizer_free(tokenizer);
+    return rc;
+}
+
 /* ---- the reader's page (--html) ---------------------------------------------------------------------- */
 
 /* The rows of functions of a source text, one table */
@@ -1367,16 +1807,45 @@ static void write_instruct_page(FILE *f, const char *out, size_t len) {
                    "and compares every line and the responses file.</p>");
 }
 
+static void write_dpo_page(FILE *f, const char *out, size_t len) {
+    const char *end = out + len;
+    ac_page_begin(f, "The book's DPO notebook: preference tuning after chapter 7, Python beside C",
+                  "<p>The DPO notebook of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i> "
+                  "(<code>ch07/04_preference-tuning-with-dpo</code>) as <code>tests/tools/dpo.py</code> runs it: the Python on "
+                  "the left, <b>attention.c</b> on the right, and what this run printed and drew. Made by "
+                  "<code>./build/finetune dpo --html FILE</code>; no script, no network.</p>");
+    const char *loss_at = line_at(out, end, "Training loss: ", end);
+    const char *train_at = line_at(loss_at, end, "Ep ", end);
+    const char *answers_at = line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
+                                                    "appropriately completes the request.\n", end);
+    const char *cuts[] = {out, out, loss_at, train_at, answers_at, end};
+    Section s[] = {
+        {"data", "The data: PreferenceDataset, the masks of custom_collate_fn, the loaders", finetune_preference_source,
+         "nn/text/preference.c", "PreferenceDataset_new preference_collate_fn", NULL},
+        {"data", NULL, finetune_example_source, "examples/finetune.c", "show_example show_gather",
+         "The notebook's collate example and its gather demonstrations"},
+        {"loss", "The DPO loss: compute_logprobs, compute_dpo_loss, a batch, the loaders", finetune_dpo_source,
+         "nn/gpt/dpo.c", "gpt_compute_logprobs gpt_compute_dpo_loss gpt_compute_dpo_loss_batch gpt_compute_dpo_loss_loader "
+         "gpt_evaluate_dpo_loss_loader", NULL},
+        {"train", "Training: train_model_dpo_simple", finetune_example_source, "examples/finetune.c",
+         "train_model_dpo_simple", NULL},
+        {"answers", "The reference's and the policy's answers", finetune_example_source, "examples/finetune.c", "respond", NULL},
+    };
+    write_sections(f, s, 5, cuts, "The loss and the reward margins (the notebook's figures)", 3);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs this command against tests/tools/dpo.py "
+                   "and compares every line and the responses file.</p>");
+}
+
 static int run_for_page(void *flags) {
     const Flags *a = flags;
     page_wanted = true;
     page_lora = a->lora > 0;
-    return a->cmd == CLASSIFY ? cmd_classify(a) : cmd_instruct(a);
+    return a->cmd == CLASSIFY ? cmd_classify(a) : a->cmd == INSTRUCT ? cmd_instruct(a) : cmd_dpo(a);
 }
 
 static int run_with_page(const Flags *a) {
     int rc = ac_page_of_run("finetune", a->html, run_for_page, (void *)a,
-                            a->cmd == CLASSIFY ? write_classify_page : write_instruct_page);
+                            a->cmd == CLASSIFY ? write_classify_page : a->cmd == INSTRUCT ? write_instruct_page : write_dpo_page);
     free(page_svg);
     return rc;
 }
@@ -1393,7 +1862,7 @@ int main(int argc, char **argv) {
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
     longrun_show_progress(); /* a live line for the library's long loops (loading, evaluating), on a terminal */
-    rc = a.html ? run_with_page(&a) : a.cmd == CLASSIFY ? cmd_classify(&a) : cmd_instruct(&a);
+    rc = a.html ? run_with_page(&a) : a.cmd == CLASSIFY ? cmd_classify(&a) : a.cmd == INSTRUCT ? cmd_instruct(&a) : cmd_dpo(&a);
     ac_shutdown();
     return ac_finish_output("finetune", rc);
 }

@@ -277,6 +277,7 @@ bool ac_tanh_fast(const float *x, float *y, int64_t n);
 /* Reductions with PyTorch's summation order. */
 float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
 float ac_lane8_sum(const float *x, int64_t n);
+float ac_inner_sum(const float *x, int64_t n); /* a contiguous row as torch.sum(dim=-1) sums it */
 
 /* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C, with scratch
  * of ac_gemm_fast_scratch(N, K) floats (none needed up to AC_GEMM_TINY = M*N*K,

@@ -368,6 +368,7 @@ Tensor *torch_argmax(Tensor *a, int64_t dim, bool keepdim);    /* int64, no grad
 Tensor *torch_sigmoid(Tensor *a);
 Tensor *torch_silu(Tensor *a);                       /* F.silu: x * sigmoid(x) */
 Tensor *torch_softplus(Tensor *a, double beta, double threshold); /* F.softplus(x, beta=1, threshold=20) */
+Tensor *torch_logsigmoid(Tensor *a);                 /* F.logsigmoid: min(x, 0) - log1p(exp(-|x|)) (LogSigmoidBackward0) */
 Tensor *torch_abs(Tensor *a);
 Tensor *torch_sin(Tensor *a);
 Tensor *torch_cos(Tensor *a);

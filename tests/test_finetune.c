@@ -340,7 +340,7 @@ START_TEST(test_refusals) {
          "the training split has 4 of 6 balanced texts", 1},
         {"classify", NULL, "--context 10", "Dataset length 25 exceeds model's context length 10", 1},
         {"classify", NULL, "--lora 0", "--lora expects an integer from 1", 2},
-        {"classify", NULL, "--show-batches", "--show-batches goes with instruct, not classify", 2},
+        {"classify", NULL, "--show-batches", "--show-batches goes with instruct and dpo, not classify", 2},
         {"classify", NULL, "--gpt2 x --emb-dim 8", "--emb-dim is not used with --gpt2", 2},
         {"classify", NULL, "--load x --save y", "--load skips training", 2},
         {"classify", NULL, "--log /nonexistent-dir/log.txt", "--log", 1},

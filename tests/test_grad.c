@@ -408,6 +408,7 @@ FN(sigmoid, torch_sigmoid(x[0]))
 FN(silu, torch_silu(x[0]))
 FN(softplus, torch_softplus(x[0], 1, 20))
 FN(softplus_thr, torch_softplus(torch_mul_scalar(x[0], 4), 2, 1)) /* both sides of the threshold */
+FN(logsigmoid, torch_logsigmoid(torch_mul_scalar(x[0], 8))) /* both signs, and the flat tail */
 FN(abs_, torch_abs(x[0]))
 FN(clamp, torch_clamp(x[0], -0.4, 0.7))
 FN(clamp_lo, torch_clamp(x[0], -0.4, NAN))
@@ -465,6 +466,7 @@ START_TEST(test_grad_pytorch_calls) {
     CHECK(silu, IN(1, 2, 3));
     CHECK(softplus, IN(1, 2, 3));
     CHECK(softplus_thr, AWAY(1, 2, 4));
+    CHECK(logsigmoid, AWAY(1, 2, 4));
     CHECK(abs_, AWAY(1, 6));
     CHECK(clamp, CLAMP_IN());
     CHECK(clamp_lo, CLAMP_IN());

@@ -152,6 +152,25 @@ START_TEST(test_gpt_and_train_stop_and_resume) {
 }
 END_TEST
 
+/* finetune dpo: its policy, AdamW, the generator and the epoch's order; the reference model comes again
+ * from the flags (and --load) as the first run built it */
+START_TEST(test_dpo_stops_and_resumes) {
+    char *dir = temp_dir();
+    /* (one stop in each math: a DPO step is four forwards over a 50257-wide head, the suite's slowest runs) */
+    const char *dpo = "dpo --subset 12 --batch 4 --epochs 2 --eval-freq 2 --eval-iter 1 --max-new-tokens 5 --lr 1e-3 "
+                      "--allowed-max-length 80";
+    char *err = under_asan() ? NULL : stop_and_resume(dir, "dpo --subset 12 --batch 4 --epochs 2 --eval-freq 2 --eval-iter 1 "
+                                                           "--max-new-tokens 5 --lr 1e-3 --allowed-max-length 80 --exact",
+                                                      "step 2", 130, true);
+    ck_assert_msg(!err || strstr(err, "after step 2;"), "%s", err);
+    free(err);
+    err = stop_and_resume(dir, dpo, "answer 4", 130, true); /* the three printed pairs, then a --responses one */
+    ck_assert_msg(strstr(err, "after answer 4 of 15;"), "%s", err);
+    free(err);
+    remove_dir(dir);
+}
+END_TEST
+
 /* The file a stop leaves is loadable: --load answers with it, and its stand names the command */
 START_TEST(test_stop_leaves_a_loadable_file) {
     char *dir = temp_dir(), cmd[4096], *out;
@@ -305,6 +324,7 @@ Suite *suite_longrun(void) {
     tcase_add_test(tc, test_classify_stops_and_resumes);
     tcase_add_test(tc, test_lora_stops_and_resumes);
     tcase_add_test(tc, test_instruct_stops_and_resumes);
+    tcase_add_test(tc, test_dpo_stops_and_resumes);
     tcase_add_test(tc, test_gpt_and_train_stop_and_resume);
     tcase_add_test(tc, test_stop_leaves_a_loadable_file);
     tcase_add_test(tc, test_real_signals);

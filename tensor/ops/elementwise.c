@@ -185,13 +185,13 @@ Tensor *torch_div_scalar(Tensor *a, double s) { return scalar_op(DIV, a, s); }
 
 /* ---- unary -------------------------------------------------------------------------- */
 
-typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP, SIN, COS } UnOp;
+typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP, SIN, COS, LOGSIGMOID } UnOp;
 static const char *const un_names[] = {"NegBackward0",     "ExpBackward0",  "LogBackward0",   "SqrtBackward0",
                                        "PowBackward0",     "ReluBackward0", "TanhBackward0",  "GeluBackward0",
                                        "SigmoidBackward0", "SiluBackward0", "SoftplusBackward0", "AbsBackward0",
-                                       "ClampBackward1",   "SinBackward0",  "CosBackward0"};
+                                       "ClampBackward1",   "SinBackward0",  "CosBackward0",   "LogSigmoidBackward0"};
 static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow", "relu", "tanh",
-                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp", "sin", "cos"};
+                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp", "sin", "cos", "log_sigmoid"};
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
@@ -209,6 +209,13 @@ static float pow_scalar(float x, double e) {
 /* softplus(x) = log(1 + exp(beta x)) / beta, and x itself past the threshold (e: beta, e2: threshold) */
 static float softplus(float x, float beta, float threshold) {
     return x * beta > threshold ? x : log1pf(expf(x * beta)) / beta;
+}
+
+/* F.logsigmoid(x) as PyTorch's CPU kernel computes it: min(x, 0) - log1p(exp(-|x|)), which neither
+ * overflows nor loses the small values log(sigmoid(x)) would (a NaN stays NaN) */
+static float log_sigmoid(float x) {
+    float lo = isnan(x) ? x : x < 0.0f ? x : 0.0f;
+    return lo - log1pf(expf(-fabsf(x)));
 }
 
 /* clamp: a NaN bound is no bound (None); a NaN input stays NaN */
@@ -238,6 +245,7 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
     case CLAMP: UN_LOOP(clampf(x, (float)e, (float)e2)); break;
     case SIN: UN_LOOP(sinf(x)); break;
     case COS: UN_LOOP(cosf(x)); break;
+    case LOGSIGMOID: UN_LOOP(log_sigmoid(x)); break;
     }
 }
 
@@ -293,6 +301,12 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
             break;
         case SIN: r[i] = g[i] * cosf(x[i]); break;  /* d sin x = cos x */
         case COS: r[i] = g[i] * -sinf(x[i]); break; /* d cos x = -sin x */
+        case LOGSIGMOID: { /* PyTorch's log_sigmoid_backward: b = exp(-|x|), (max_deriv - sign * b / (1 + b)) * g */
+            float b = expf(-fabsf(x[i]));
+            bool neg = x[i] < 0.0f;
+            r[i] = ((neg ? 1.0f : 0.0f) - (neg ? 1.0f : -1.0f) * (b / (1.0f + b))) * g[i];
+            break;
+        }
         }
     }
 }
@@ -343,6 +357,7 @@ Tensor *torch_softplus(Tensor *a, double beta, double threshold) { return unary2
 Tensor *torch_abs(Tensor *a) { return unary(ABS, a, 0); }
 Tensor *torch_sin(Tensor *a) { return unary(SIN, a, 0); }
 Tensor *torch_cos(Tensor *a) { return unary(COS, a, 0); }
+Tensor *torch_logsigmoid(Tensor *a) { return unary(LOGSIGMOID, a, 0); }
 Tensor *torch_clamp(Tensor *a, double min, double max) {
     if (isnan(min) && isnan(max)) ac_error("clamp: torch.clamp: At least one of 'min' or 'max' must not be None");
     return unary2(CLAMP, a, min, max);

@@ -10,7 +10,7 @@
  *     -ffp-contract=off, and every intermediate is a float, as the ops' tensors
  *     are), the same per-element tanh (libm's tanhf in exact math, kernels/
  *     fast_tanh.c in fast math, over the same runs of elements), the same sums
- *     for the mean (ac_cascade_sum) and the variance (in double, as ops/reduce.c);
+ *     for the mean (ac_inner_sum) and the variance (in double, as ops/reduce.c);
  *   - backward: each op's own backward formula, in the order the engine runs the
  *     op-by-op nodes, and x's gradient terms added in the order those nodes would
  *     have sent them (send_terms below), after what x's gradient held before.
@@ -197,7 +197,7 @@ Tensor *ac_book_gelu(Tensor *x) {
  *     var = x.var(dim=-1, keepdim=True, unbiased=False)
  *     norm_x = (x - mean) / torch.sqrt(var + self.eps)
  *     return self.scale * norm_x + self.shift
- * A row's forward: the mean as the mean op sums (ac_cascade_sum, then / n in float), the variance
+ * A row's forward: the mean as the mean op sums (ac_inner_sum, then / n in float), the variance
  * as the var op does (in double: the mean, the squared deviations, / n, rounded once), s =
  * sqrtf(var + eps), then y = scale * ((x - mean) / s) + shift. The node keeps x, scale and three
  * floats a row: the mean, the var op's own mean (float of its double one, which its backward reads)
@@ -216,7 +216,7 @@ static void ln_forward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     for (int64_t r = r0; r < r1; r++) {
         const float *x = f->x + r * D;
         float *y = f->y + r * D;
-        float mean = ac_cascade_sum(x, D, 1) / (float)D; /* x.mean(dim=-1, keepdim=True) */
+        float mean = ac_inner_sum(x, D) / (float)D;      /* x.mean(dim=-1, keepdim=True) */
         double sum = 0, m2 = 0;                          /* x.var(dim=-1, keepdim=True, unbiased=False) */
         for (int64_t j = 0; j < D; j++) sum += x[j];
         sum /= (double)D;

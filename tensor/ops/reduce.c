@@ -33,6 +33,58 @@ float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
     return acc[0];
 }
 
+/* ATen's row_sum (SumKernel.cpp) over n units of w floats (w = 1: floats; w = 8: its vectors, lane
+ * by lane): the units as (n / 4, 4), multi_row_sum's four columns, the units left over added to the
+ * first, then the columns added in order; the w sums into out. */
+static void row_sum(const float *x, int64_t n, int w, float *out) {
+    int64_t rows = n / 4;
+    int power = ceil_log2(rows) / 4;
+    if (power < 4) power = 4;
+    const int64_t step = (int64_t)1 << power, mask = step - 1;
+    float acc[4][4][8];
+    memset(acc, 0, sizeof acc);
+    int64_t i = 0;
+    while (i + step <= rows) {
+        for (int64_t j = 0; j < step; j++, i++)
+            for (int k = 0; k < 4; k++)
+                for (int q = 0; q < w; q++) acc[0][k][q] += x[(i * 4 + k) * w + q];
+        for (int l = 1; l < 4; l++) {
+            for (int k = 0; k < 4; k++)
+                for (int q = 0; q < w; q++) acc[l][k][q] += acc[l - 1][k][q], acc[l - 1][k][q] = 0.0f;
+            if ((i & (mask << (l * power))) != 0) break;
+        }
+    }
+    for (; i < rows; i++)
+        for (int k = 0; k < 4; k++)
+            for (int q = 0; q < w; q++) acc[0][k][q] += x[(i * 4 + k) * w + q];
+    for (int l = 1; l < 4; l++)
+        for (int k = 0; k < 4; k++)
+            for (int q = 0; q < w; q++) acc[0][k][q] += acc[l][k][q];
+    for (int64_t t = rows * 4; t < n; t++)
+        for (int q = 0; q < w; q++) acc[0][0][q] += x[t * w + q];
+    for (int k = 1; k < 4; k++)
+        for (int q = 0; q < w; q++) acc[0][0][q] += acc[0][k][q];
+    for (int q = 0; q < w; q++) out[q] = acc[0][0][q];
+}
+
+/* The sum of a contiguous row as ATen's cascade_sum reduces an inner (contiguous) dimension with its
+ * 8-float vectors (ATEN_CPU_CAPABILITY=default, and AVX2): under 8 elements row_sum of the floats
+ * (scalar_inner_sum); else row_sum of the n / 8 whole vectors, the leftover floats added in order,
+ * then the 8 lanes in order (vectorized_inner_sum). */
+float ac_inner_sum(const float *x, int64_t n) {
+    float s, lanes[8];
+    if (n < 8) {
+        row_sum(x, n, 1, &s);
+        return s;
+    }
+    int64_t nv = n / 8;
+    row_sum(x, nv, 8, lanes);
+    s = 0.0f;
+    for (int64_t k = nv * 8; k < n; k++) s += x[k];
+    for (int l = 0; l < 8; l++) s += lanes[l];
+    return s;
+}
+
 /* ATen's vec::reduce_all for a sum with 8-wide vectors (softmax's denominator):
  * lane l adds x[l], x[l+8], ...; then the lanes are added in order. */
 float ac_lane8_sum(const float *x, int64_t n) {
@@ -88,14 +140,14 @@ static Tensor *reduce_sum(Tensor *a, const Plan *p) {
     float *o = out->data;
     int64_t n = torch_numel(a);
     if (n == 0) return out;
-    /* Reduced dims forming a suffix: one cascade sum per row. */
+    /* Reduced dims forming a suffix: each row as ATen sums an inner dimension. */
     int first = a->ndim;
     while (first > 0 && p->reduced[first - 1]) first--;
     bool suffix = true;
     for (int d = 0; d < first; d++) suffix = suffix && !p->reduced[d];
     if (suffix) {
         int64_t inner = p->count, rows = n / inner;
-        for (int64_t r = 0; r < rows; r++) o[r] = ac_cascade_sum(x + r * inner, inner, 1);
+        for (int64_t r = 0; r < rows; r++) o[r] = ac_inner_sum(x + r * inner, inner);
         return out;
     }
     /* Otherwise add each element into its output slot, in row-major order. */
