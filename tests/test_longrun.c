@@ -196,10 +196,10 @@ START_TEST(test_llm_train_stop_and_resume) {
     char *out;
     ck_assert_msg(run_command(cmd, &out) == 0, "%s", out);
     free(out);
-    /* refusals before the first line of stdout */
-    const char *bad[][2] = {{"--resume /nonexistent", "--resume /nonexistent/train_state.safetensors"},
-                            {"--resume DIR/s --batch 3", "batches of 2 an epoch"},
-                            {"--resume DIR/s --config CFG", "the model flags of the stopped run"}};
+    /* refusals before the first line of stdout (DIR/s: the Llama run's stop) */
+    const char *bad[][2] = {{"--resume /nonexistent", "cannot open /nonexistent/train_state.safetensors"},
+                            {"--resume DIR/s --batch 2", "was trained on 56 batches of 3 an epoch; this run has 84 of 2"},
+                            {"--resume DIR/s --config CFG --context 8", "the model flags of the stopped run"}};
     for (int k = 0; k < 3; k++) {
         char arg[1400], *a = arg;
         for (const char *p = bad[k][0]; *p;)
@@ -207,7 +207,7 @@ START_TEST(test_llm_train_stop_and_resume) {
             else if (!strncmp(p, "CFG", 3)) a += sprintf(a, "%s", data_path("llm/qwen_text.json")), p += 3;
             else *a++ = *p++;
         *a = 0;
-        snprintf(cmd, sizeof cmd, "%s/llm train --config %s --seed 9 --epochs 2 --batch 2 --data %s --tokenizer %s %s 2>%s/e.err",
+        snprintf(cmd, sizeof cmd, "%s/llm train --config %s --seed 9 --epochs 2 --batch 3 --lr 0.001 --data %s --tokenizer %s %s 2>%s/e.err",
                  build_dir(), data_path("llm/llama_train.json"), data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), arg, dir);
         ck_assert_int_eq(run_command(cmd, &out), 1);
         ck_assert_msg(!*out, "%s: printed '%s' before refusing", arg, out);
