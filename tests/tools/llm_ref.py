@@ -470,7 +470,20 @@ def cmd_train(a):
     sys.path.insert(0, SHARED_PY)
     import gpt as book  # the data loader and the losses of chapter 5 (../shared/pytorch/gpt.py)
     from gpt2_tokenizer import GPT2Tokenizer
-    tokenizer = GPT2Tokenizer(a.tokenizer)
+    if a.ids_json:  # a tokenizer.json's ids made by the JavaScript encoder (gen_llm_text_golden.py), decoded by its vocab
+        with open(a.ids_json, encoding="utf-8") as f:
+            table = json.load(f)
+        decode, _ = hf_decoder(a.text)
+
+        class Encoded:  # tokenizer.encode(text) of the texts this run encodes; decode by tokenizer.json
+            def encode(self, t, allowed_special=None):
+                return table[t]
+
+            def decode(self, ids):
+                return decode(ids)
+        tokenizer = Encoded()
+    else:
+        tokenizer = GPT2Tokenizer(a.tokenizer)
     with open(a.data, encoding="utf-8") as f:
         text = f.read()
     cfg = cfg_from_hf(a.config)
@@ -629,6 +642,7 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--text", help="generate: print the text (this tokenizer.json decodes it; --ids are the prompt's)")
     p.add_argument("--chat", action="store_true", help="generate --text: the prompt is a chat turn (print the answer)")
+    p.add_argument("--ids-json", help="train: {text: ids} of the data's two parts and the prompt (with --text)")
     p.add_argument("--print-ids", action="store_true", help="generate --text: print the ids all the same")
     p.add_argument("--boost", help="generate: ID:F scales out_head's row ID by F (tests: a token a random model says)")
     a = p.parse_args()
