@@ -17,6 +17,10 @@
  *   gpt-sft     one AdamW step of chapter 7's instruction finetuning: GPT-2 medium's shape (355M, context
  *               1024, qkv_bias, no dropout), all trainable, on 8 x 64 tokens whose targets end in -100
  *               padding (ms/step, tokens/s, peak RSS)
+ *   llm-generate  greedy tokens of a random Qwen3 of Qwen3-0.6B's shape (tied, 28 layers, emb 1024) with
+ *               the KV cache, against the memory limit: the weight bytes a token reads (every weight
+ *               once, float32 in memory as the model holds them; also what BF16 would read) over the
+ *               read bandwidth that `floor` measures at this thread count (no PyTorch counterpart yet)
  *   floor       the machine's floor under gpt-124m's step (no PyTorch counterpart): this CPU's FMA peak
  *               (12 independent chains of the widest FMAs, on each thread), its read bandwidth (sums of a
  *               512 MiB array), and the step's FLOPs at that peak plus AdamW's traffic at that bandwidth
@@ -46,6 +50,7 @@
 #include "extend.h"
 #include "dpo.h"
 #include "gpt.h"
+#include "llm.h"
 #include "nn.h"
 #include "optim.h"
 #include "tensor.h"
@@ -599,6 +604,62 @@ static void gpt_124m_work(double *flops, double *adam_bytes) {
     *adam_bytes = params * 4 * 7;
 }
 
+/* The read bandwidth of this many threads (bytes/s): sums of a 512 MiB array; *check against dead code */
+static double read_bandwidth(int threads, uint64_t *check_out) {
+    ProbeJob jobs[256] = {{0}};
+    size_t n = (size_t)512 << 17; /* 512 MiB of 64-bit words: far past any cache */
+    uint64_t *words = ac_malloc(n * sizeof *words);
+    for (size_t i = 0; i < n; i++) words[i] = i;
+    for (int i = 0; i < threads; i++) {
+        size_t a = n / (size_t)threads * (size_t)i, b = i == threads - 1 ? n : n / (size_t)threads * (size_t)(i + 1);
+        jobs[i].words = words + a, jobs[i].n = b - a;
+    }
+    double t = on_threads(read_job, jobs, threads, 5), bw = (double)(n * sizeof *words) / t;
+    uint64_t check = 0;
+    for (int i = 0; i < threads; i++) check += jobs[i].sum;
+    free(words);
+    *check_out = check;
+    return bw;
+}
+
+/* ---- llm-generate: Qwen3-0.6B's shape, greedy with the KV cache, against the memory limit ------------ */
+
+static void llm_generate_workload(void) {
+    nn_LLMConfig cfg = {.llama = false, .vocab_size = 151936, .context_length = 40960, .emb_dim = 1024, .n_heads = 16,
+                        .n_layers = 28, .hidden_dim = 3072, .head_dim = 128, .qk_norm = true, .n_kv_groups = 8,
+                        .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = true, .eos_token_id = -1};
+    torch_manual_seed(123);
+    nn_LLMModel *model = nn_LLMModel_new(cfg);
+    nn_LLMModel_tie_weights(model); /* Qwen3-0.6B's tied head: tok_emb's weight read once a token */
+    nn_eval(&model->module);
+    double weights = 0; /* what a token reads: every parameter but the embedding rows it does not look up */
+    nn_TensorList ps = nn_named_parameters(&model->module);
+    for (int i = 0; i < ps.n; i++) weights += (double)torch_numel(ps.tensors[i]);
+    uint64_t check;
+    double bw = read_bandwidth(torch_get_num_threads(), &check);
+    ac_mark m = ac_arena_mark();
+    Tensor *idx = torch_tensor_long((int64_t[]){9707, 11, 1879, 0}, SHAPE(1, 4)); /* "Hello, world!" in Qwen3's ids */
+    llm_generate(model, idx, 2, 64, 0.0, -1, -1, true, NULL, NULL); /* warm-up */
+    const int N = 24;
+    double t = now();
+    Tensor *out = llm_generate(model, idx, N + 1, 64, 0.0, -1, -1, true, NULL, NULL); /* the prompt, then N tokens one at a time */
+    double s = now() - t;
+    t = now();
+    llm_generate(model, idx, 1, 64, 0.0, -1, -1, true, NULL, NULL); /* the prompt's pass alone, taken off */
+    s -= now() - t;
+    ac_arena_release(m);
+    double tps = N / s, f32 = weights * 4, bf16 = weights * 2;
+    char f[480];
+    snprintf(f, sizeof f, "\"shape\": \"Qwen3-0.6B\", \"params\": %.0f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.1f, "
+             "\"read_gb_per_s\": %.2f, \"f32_gb_per_token\": %.3f, \"f32_limit_tokens_per_s\": %.2f, \"of_f32_limit\": %.2f, "
+             "\"bf16_gb_per_token\": %.3f, \"bf16_limit_tokens_per_s\": %.2f, \"of_bf16_limit\": %.2f, \"checksum\": %llu",
+             weights, tps, 1e3 / tps, bw / 1e9, f32 / 1e9, bw / f32, tps / (bw / f32), bf16 / 1e9,
+             bw / bf16, tps / (bw / bf16), (unsigned long long)((check + (uint64_t)out->shape[1]) & 1));
+    print_line("llm-generate", f);
+    nn_LLMModel_free(model);
+    ac_shutdown();
+}
+
 static void floor_probe(void) {
     int threads = torch_get_num_threads();
     ProbeJob jobs[256] = {{0}};
@@ -648,6 +709,9 @@ static void usage(FILE *f) {
                "                77 tokens (ms/step, the reference's share, its MB; not in workloads.py: tests/tools/dpo_bench.py)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
+               "  llm-generate  24 greedy tokens of a random Qwen3 of Qwen3-0.6B's shape, KV cache (not in workloads.py):\n"
+               "                tokens/s against the memory limit, the weight bytes a token reads (float32, as held;\n"
+               "                and BF16's) over the read bandwidth at this thread count, as `floor` measures it\n"
                "  floor         the machine's floor under gpt-124m's step (not in workloads.py): the FMA peak (12\n"
                "                chains of the widest FMAs a thread), the read bandwidth (a 512 MiB array), and the\n"
                "                step's FLOPs at that peak plus AdamW's bytes at that bandwidth (ms)\n"
@@ -698,6 +762,7 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "gpt-sft") == 0) gpt_sft();
         else if (strcmp(w, "gpt-dpo") == 0) gpt_dpo();
         else if (strcmp(w, "floor") == 0) floor_probe();
+        else if (strcmp(w, "llm-generate") == 0) llm_generate_workload();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);

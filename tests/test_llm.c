@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "llm.h"
 #include "tests.h"
 
@@ -20,8 +21,8 @@
 
 typedef struct { char flags[600]; int n_out, n_log; char *out[64]; double log[256]; } Run;
 
-static int load_runs(Run *runs, int max) {
-    char *text = read_text(data_path("llm_golden.txt")), *save = NULL;
+static int load_runs_from(const char *file, Run *runs, int max) {
+    char *text = read_text(data_path(file)), *save = NULL;
     int n = -1;
     bool in_run = false;
     for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -46,6 +47,8 @@ static int load_runs(Run *runs, int max) {
     return n + 1;
 }
 
+static int load_runs(Run *runs, int max) { return load_runs_from("llm_golden.txt", runs, max); }
+
 static void free_runs(Run *runs, int n) {
     for (int i = 0; i < n; i++)
         for (int j = 0; j < runs[i].n_out; j++) free(runs[i].out[j]);
@@ -64,13 +67,18 @@ static int split_lines(char *out, char ***lines) {
     return n;
 }
 
-static int run_llm(const char *flags, const char *extra, char ***lines, int *n) {
+static int run_llm_tok(const char *tok, const char *flags, const char *extra, char ***lines, int *n) {
     char cmd[2048], *out;
-    snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path("data/gpt2"), extra);
+    int w = snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path(tok), extra);
+    ck_assert(w > 0 && (size_t)w < sizeof cmd);
     int rc = run_command(cmd, &out);
     *n = split_lines(out, lines);
     free(out);
     return rc;
+}
+
+static int run_llm(const char *flags, const char *extra, char ***lines, int *n) {
+    return run_llm_tok("data/gpt2", flags, extra, lines, n);
 }
 
 static void free_lines(char **l, int n) {
@@ -107,9 +115,10 @@ END_TEST
 
 /* train: every line; the two initial losses (17 digits) within rel_init, the Ep lines within ep_tol;
  * every step's loss (--log) within log_tol */
-static void check_train(const char *extra, double rel_init, double ep_tol, double log_tol, int max_runs) {
+static void check_train_in(const char *golden, const char *tok, const char *extra, double rel_init, double ep_tol,
+                           double log_tol, int max_runs) {
     static Run runs[64];
-    int nr = load_runs(runs, 64), checked = 0;
+    int nr = load_runs_from(golden, runs, 64), checked = 0;
     char *dir = temp_dir(), flags[1200], logp[1100];
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
     for (int r = 0; r < nr && checked < max_runs; r++) {
@@ -117,7 +126,7 @@ static void check_train(const char *extra, double rel_init, double ep_tol, doubl
         char **got;
         int n;
         snprintf(flags, sizeof flags, "%s --log %s", extra, logp);
-        ck_assert_int_eq(run_llm(runs[r].flags, flags, &got, &n), 0);
+        ck_assert_int_eq(run_llm_tok(tok, runs[r].flags, flags, &got, &n), 0);
         char *log_text = read_text(logp), *save = NULL;
         int steps = 0;
         for (char *line = strtok_r(log_text, "\n", &save); line; line = strtok_r(NULL, "\n", &save), steps++) {
@@ -157,6 +166,10 @@ static void check_train(const char *extra, double rel_init, double ep_tol, doubl
     remove_dir(dir);
 }
 
+static void check_train(const char *extra, double rel_init, double ep_tol, double log_tol, int max_runs) {
+    check_train_in("llm_golden.txt", "data/gpt2", extra, rel_init, ep_tol, log_tol, max_runs);
+}
+
 /* exact: every line but the 17 digits of the two initial losses (PyTorch's exp, even at
  * ATEN_CPU_CAPABILITY=default, is a few ulps from libm's: measured 1e-8 relative) */
 START_TEST(test_train_exact) { check_train("--exact", 1e-6, 0, 1e-5, 2); }
@@ -164,6 +177,145 @@ END_TEST
 
 /* default math: the Qwen3 run (the Llama one as well costs a minute under ASan) */
 START_TEST(test_train_default_math) { check_train("", 1e-5, 0.002, 1e-4, 1); }
+END_TEST
+
+/* ---- text: llm tokenize, llm generate --prompt [--chat] with Qwen3's tokenizer ----------------------- */
+
+/* llm tokenize against the JavaScript encoder's ids (tests/data/hf_tokenizer_golden.txt) for texts of
+ * tests/data/hf_tokenizer_corpus.json fed on stdin: Unicode, digits, special tokens in the text,
+ * whitespace, CRLF; and --chat against the book's Qwen3Tokenizer's (add_generation_prompt) */
+START_TEST(test_tokenize_cli) {
+    char *golden = read_text(data_path("hf_tokenizer_golden.txt")), *corpus = read_text(data_path("hf_tokenizer_corpus.json"));
+    JsonValue *c = json_loads(corpus, strlen(corpus), NULL, 0);
+    ck_assert(c);
+    char *dir = temp_dir(), in[1100], cmd[4096];
+    snprintf(in, sizeof in, "%s/in.txt", dir);
+    const char *names[] = {"hello", "digits", "cjk", "emoji", "crlf", "whitespace_runs", "special_in_text", "think_tags",
+                           "hi", "unicode", "multiline"};
+    int checked = 0;
+    for (int k = 0; k < 11; k++) {
+        bool chat = k >= 8;
+        const JsonValue *list = json_get(c, chat ? "chat" : "texts"), *text = NULL;
+        for (size_t i = 0; i < json_len(list); i++)
+            if (!strcmp(json_get(json_at(list, i), "name")->str, names[k])) text = json_get(json_at(list, i), "text");
+        ck_assert_msg(text, "%s not in the corpus", names[k]);
+        FILE *f = fopen(in, "wb");
+        ck_assert(f && fwrite(text->str, 1, text->len, f) == text->len && fclose(f) == 0);
+        char key[96], *want = NULL;
+        snprintf(key, sizeof key, chat ? "\nqwen3chat_%s_gen " : "\nqwen3_%s ", names[k]);
+        char *at = strstr(golden, key);
+        ck_assert_msg(at, "%s", key);
+        at = strchr(at + strlen(key), ' ') + 1; /* past the count */
+        want = strndup(at, strcspn(at, "\n"));
+        snprintf(cmd, sizeof cmd, "%s/llm tokenize --tokenizer %s%s < %s", build_dir(), shared_path("data/qwen3"),
+                 chat ? " --chat" : "", in);
+        char *out;
+        ck_assert_int_eq(run_command(cmd, &out), 0);
+        size_t n = strlen(out);
+        ck_assert_msg(n && out[n - 1] == '\n', "'%s'", out);
+        out[n - 1] = 0; /* one line: single spaces, no trailing space */
+        ck_assert_msg(!strcmp(out, want), "llm tokenize%s of %s:\n  '%s'\n  for JavaScript's '%s'", chat ? " --chat" : "",
+                      names[k], out, want);
+        free(out), free(want);
+        checked++;
+    }
+    ck_assert_int_eq(checked, 11);
+    json_free(c);
+    free(golden), free(corpus);
+    remove_dir(dir);
+}
+END_TEST
+
+/* `boost CONFIG SEED ID FACTOR`: CONFIG's model drawn after torch.manual_seed(SEED), out_head's row ID
+ * scaled by FACTOR (a random model that says that token), saved in Hugging Face's layout to dir */
+static void make_boosted(const char *spec, const char *dir) {
+    char cfgp[512];
+    long long seed, id;
+    double factor;
+    ck_assert(sscanf(spec, "%511s %lld %lld %lf", cfgp, &seed, &id, &factor) == 4);
+    nn_LLMConfig cfg;
+    char err[1024];
+    ck_assert_msg(llm_config_load(cfgp, &cfg, err, sizeof err), "%s", err);
+    torch_manual_seed((uint64_t)seed);
+    nn_LLMModel *m = nn_LLMModel_new(cfg);
+    Tensor *w = m->out_head->weight;
+    float *row = (float *)w->data + w->offset + id * w->shape[1];
+    for (int64_t j = 0; j < w->shape[1]; j++) row[j] = (float)(row[j] * factor); /* weight[ID] *= FACTOR */
+    ck_assert_msg(llm_save_pretrained(m, dir, "F32", err, sizeof err), "%s", err);
+    nn_LLMModel_free(m);
+}
+
+/* every record of tests/data/llm_text_golden.txt (llm_ref.py decoding with tokenizer.json's vocabulary,
+ * the prompts' ids the JavaScript encoder's) in this math: the text streamed, --chat's answer alone and
+ * its stop at <|im_end|>, the ids with --print-ids */
+static void check_text_generate(const char *extra) {
+    char *text = read_text(data_path("llm_text_golden.txt")), *save = NULL, *dir = temp_dir(), flags[2048], cmd[4096];
+    flags[0] = 0;
+    char *want[8];
+    int n_want = 0, checked = 0;
+    bool boosted = false;
+    for (char *line = strtok_r(text, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+        if (!strncmp(line, "boost ", 6)) {
+            if (!boosted) make_boosted(line + 6, dir); /* (all the records' boosts are one model) */
+            boosted = true;
+        } else if (!strncmp(line, "run train", 9)) {
+            flags[0] = 0; /* (check_train_in's) */
+        } else if (!strncmp(line, "run ", 4)) {
+            const char *b = strstr(line, "@BOOST@");
+            if (b) snprintf(flags, sizeof flags, "%.*s%s%s", (int)(b - line - 4), line + 4, dir, b + 7);
+            else snprintf(flags, sizeof flags, "%s", line + 4);
+            n_want = 0;
+        } else if (!strncmp(line, "out ", 4) && flags[0]) {
+            ck_assert(n_want < 8);
+            want[n_want++] = line + 4;
+        } else if (!strcmp(line, "end") && flags[0]) {
+            snprintf(cmd, sizeof cmd, "%s/llm %s --tokenizer %s %s 2>/dev/null", build_dir(), flags, shared_path("data/qwen3"), extra);
+            char *out, **got;
+            int rc = run_command(cmd, &out);
+            ck_assert_msg(rc == 0, "llm %s %s: exit %d", flags, extra, rc);
+            int n = split_lines(out, &got);
+            free(out);
+            ck_assert_msg(n == n_want, "llm %s %s: %d lines, llm_ref.py printed %d", flags, extra, n, n_want);
+            for (int i = 0; i < n; i++)
+                ck_assert_msg(!strcmp(got[i], want[i]), "llm %s %s:\n  '%s'\n  for llm_ref.py's '%s'", flags, extra, got[i], want[i]);
+            free_lines(got, n);
+            checked++;
+        }
+    }
+    ck_assert(boosted);
+    ck_assert_int_eq(checked, 16);
+    free(text);
+    remove_dir(dir);
+}
+
+START_TEST(test_text_generate_exact) { check_text_generate("--exact"); }
+END_TEST
+
+START_TEST(test_text_generate_default_math) { check_text_generate("--threads 2"); }
+END_TEST
+
+/* llm train --tokenizer with Qwen3's tokenizer.json: llm_ref.py's lines (its data's ids the JavaScript
+ * encoder's), every step's loss, in both maths */
+START_TEST(test_train_text_exact) { check_train_in("llm_text_golden.txt", "data/qwen3", "--exact", 1e-6, 0, 1e-5, 2); }
+END_TEST
+
+START_TEST(test_train_text_default_math) { check_train_in("llm_text_golden.txt", "data/qwen3", "", 1e-5, 0.002, 1e-4, 2); }
+END_TEST
+
+/* llm train --tokenizer takes a tokenizer.json (Qwen3's) as it takes GPT-2's files: the run goes
+ * through, its sample lines are tokenizer.json's text */
+START_TEST(test_train_tokenizer_json) {
+    char cmd[4096], *out;
+    snprintf(cmd, sizeof cmd, "%s/llm train --config %s --seed 1 --data %s --tokenizer %s --context 16 --epochs 1 "
+             "--eval-freq 50 --sample-tokens 3 --prompt 'Hello, world!' 2>&1", build_dir(), data_path("llm/qwen_text.json"),
+             data_path("tokenizer_corpus.txt"), shared_path("data/qwen3"));
+    ck_assert_msg(run_command(cmd, &out) == 0, "%s", out);
+    const char *tl = strstr(out, "Training loss: ");
+    double loss = tl ? atof(tl + 15) : 0;
+    ck_assert_msg(loss > 11 && loss < 13 && strstr(out, "\nHello, world!") && strstr(out, "Output text:\n Hello, world!"), "%s",
+                  out); /* about ln(151669) = 11.93: a random model's loss over Qwen3's vocabulary */
+    free(out);
+}
 END_TEST
 
 /* ---- RoPE -------------------------------------------------------------------------------------------- */
@@ -612,6 +764,12 @@ Suite *suite_llm(void) {
     tcase_add_test(tc, test_generate_default_math);
     tcase_add_test(tc, test_train_exact);
     tcase_add_test(tc, test_train_default_math);
+    tcase_add_test(tc, test_tokenize_cli);
+    tcase_add_test(tc, test_text_generate_exact);
+    tcase_add_test(tc, test_text_generate_default_math);
+    tcase_add_test(tc, test_train_tokenizer_json);
+    tcase_add_test(tc, test_train_text_exact);
+    tcase_add_test(tc, test_train_text_default_math);
     suite_add_tcase(s, tc);
     return s;
 }

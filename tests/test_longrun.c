@@ -171,6 +171,75 @@ START_TEST(test_dpo_stops_and_resumes) {
 }
 END_TEST
 
+/* llm train (a small Qwen3 and a tied Llama 3), stopped at exact points (inside an epoch, at step 0,
+ * after an epoch's last step, by SIGTERM and by SIGHUP) and resumed by --resume DIR, in both maths:
+ * the halves' stdout and --log are the uninterrupted run's; the stop's --save DIR holds the Hugging
+ * Face layout that llm generate --model loads. Refusals of --resume come before the first line. */
+START_TEST(test_llm_train_stop_and_resume) {
+    char *dir = temp_dir(), cmd[4096], base[2048], p1[700], p2[700];
+    static const struct { const char *flags, *where; int rc, step; } runs[] = { /* (qwen_train: 56 steps an epoch) */
+        {"--config DATA/llm/qwen_train.json --seed 123 --epochs 2 --batch 2 --eval-freq 5 --eval-iter 2 --sample-tokens 6", "step 7", 130, 7},
+        {"--config DATA/llm/qwen_train.json --seed 123 --epochs 2 --batch 2 --eval-freq 5 --eval-iter 2 --sample-tokens 6", "step 55 15", 143, 55},
+        {"--config DATA/llm/llama_train.json --seed 9 --epochs 2 --batch 3 --eval-freq 7 --eval-iter 1 --sample-tokens 5 --lr 0.001", "step 0 1", 129, 0},
+    };
+    for (int r = 0; r < 3; r++)
+        for (int exact = under_asan() ? 0 : 1; exact >= 0; exact--) {
+            char flags[600], *o = flags;
+            for (const char *p = runs[r].flags; *p;)
+                if (!strncmp(p, "DATA", 4)) o += sprintf(o, "%s", data_path("")), p += 4;
+                else *o++ = *p++;
+            *o = 0;
+            snprintf(base, sizeof base, "%s/llm train %s --data %s --tokenizer %s%s", build_dir(), flags,
+                     data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), exact ? " --exact" : "");
+            snprintf(cmd, sizeof cmd, "%s --log %s/full.log > %s/full.txt 2>/dev/null", base, dir, dir);
+            ck_assert_msg(system(cmd) == 0, "%s", cmd);
+            snprintf(cmd, sizeof cmd, "rm -rf %s/s; AC_TEST_SIGNAL='%s' %s --log %s/half.log --save %s/s > %s/a.txt 2>%s/a.err",
+                     dir, runs[r].where, base, dir, dir, dir, dir);
+            int st = system(cmd);
+            ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == runs[r].rc, "%s: status %d", cmd, WEXITSTATUS(st));
+            snprintf(cmd, sizeof cmd, "%s --log %s/half.log --resume %s/s > %s/b.txt 2>/dev/null && cat %s/a.txt %s/b.txt > %s/both.txt",
+                     base, dir, dir, dir, dir, dir, dir);
+            ck_assert_msg(system(cmd) == 0, "%s", cmd);
+            snprintf(p1, sizeof p1, "%s/both.txt", dir), snprintf(p2, sizeof p2, "%s/full.txt", dir);
+            assert_same_file(p1, p2, runs[r].flags);
+            snprintf(p1, sizeof p1, "%s/half.log", dir), snprintf(p2, sizeof p2, "%s/full.log", dir);
+            assert_same_file(p1, p2, runs[r].flags);
+            snprintf(p1, sizeof p1, "%s/a.err", dir);
+            char *err = read_text(p1), want[128];
+            snprintf(want, sizeof want, "llm: stopped by signal %d after step %d; saved to ", runs[r].rc - 128, runs[r].step);
+            ck_assert_msg(strstr(err, want), "'%s' for '%s'", err, want);
+            free(err);
+        }
+    /* the stop's weights answer llm generate --model */
+    snprintf(cmd, sizeof cmd, "%s/llm generate --model %s/s --ids '1 2 3' --max-new-tokens 3 2>&1", build_dir(), dir);
+    char *out;
+    ck_assert_msg(run_command(cmd, &out) == 0, "%s", out);
+    free(out);
+    /* refusals before the first line of stdout (DIR/s: the Llama run's stop) */
+    const char *bad[][2] = {{"--resume /nonexistent", "cannot open /nonexistent/train_state.safetensors"},
+                            {"--resume DIR/s --batch 2", "was trained on 56 batches of 3 an epoch; this run has 84 of 2"},
+                            {"--resume DIR/s --config CFG --context 8", "the model flags of the stopped run"}};
+    for (int k = 0; k < 3; k++) {
+        char arg[1400], *a = arg;
+        for (const char *p = bad[k][0]; *p;)
+            if (!strncmp(p, "DIR", 3)) a += sprintf(a, "%s", dir), p += 3;
+            else if (!strncmp(p, "CFG", 3)) a += sprintf(a, "%s", data_path("llm/qwen_text.json")), p += 3;
+            else *a++ = *p++;
+        *a = 0;
+        snprintf(cmd, sizeof cmd, "%s/llm train --config %s --seed 9 --epochs 2 --batch 3 --lr 0.001 --data %s --tokenizer %s %s 2>%s/e.err",
+                 build_dir(), data_path("llm/llama_train.json"), data_path("tokenizer_corpus.txt"), shared_path("data/gpt2"), arg, dir);
+        ck_assert_int_eq(run_command(cmd, &out), 1);
+        ck_assert_msg(!*out, "%s: printed '%s' before refusing", arg, out);
+        free(out);
+        snprintf(p1, sizeof p1, "%s/e.err", dir);
+        char *err = read_text(p1);
+        ck_assert_msg(strstr(err, bad[k][1]), "%s: '%s' for '%s'", arg, err, bad[k][1]);
+        free(err);
+    }
+    remove_dir(dir);
+}
+END_TEST
+
 /* The file a stop leaves is loadable: --load answers with it, and its stand names the command */
 START_TEST(test_stop_leaves_a_loadable_file) {
     char *dir = temp_dir(), cmd[4096], *out;
@@ -326,6 +395,7 @@ Suite *suite_longrun(void) {
     tcase_add_test(tc, test_instruct_stops_and_resumes);
     tcase_add_test(tc, test_dpo_stops_and_resumes);
     tcase_add_test(tc, test_gpt_and_train_stop_and_resume);
+    tcase_add_test(tc, test_llm_train_stop_and_resume);
     tcase_add_test(tc, test_stop_leaves_a_loadable_file);
     tcase_add_test(tc, test_real_signals);
     tcase_add_test(tc, test_refusals_before_output);

@@ -458,7 +458,7 @@ def generate(model, idx, max_new_tokens, context_size, temperature=0.0, top_k=No
                 idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)
             else:
                 idx_next = torch.argmax(logits, dim=-1, keepdim=True)
-            if eos_id is not None and idx_next == eos_id:
+            if eos_id is not None and (idx_next.item() in eos_id if isinstance(eos_id, (set, list)) else idx_next == eos_id):
                 break
             idx = torch.cat((idx, idx_next), dim=1)
     return idx
@@ -470,7 +470,20 @@ def cmd_train(a):
     sys.path.insert(0, SHARED_PY)
     import gpt as book  # the data loader and the losses of chapter 5 (../shared/pytorch/gpt.py)
     from gpt2_tokenizer import GPT2Tokenizer
-    tokenizer = GPT2Tokenizer(a.tokenizer)
+    if a.ids_json:  # a tokenizer.json's ids made by the JavaScript encoder (gen_llm_text_golden.py), decoded by its vocab
+        with open(a.ids_json, encoding="utf-8") as f:
+            table = json.load(f)
+        decode, _ = hf_decoder(a.text)
+
+        class Encoded:  # tokenizer.encode(text) of the texts this run encodes; decode by tokenizer.json
+            def encode(self, t, allowed_special=None):
+                return table[t]
+
+            def decode(self, ids):
+                return decode(ids)
+        tokenizer = Encoded()
+    else:
+        tokenizer = GPT2Tokenizer(a.tokenizer)
     with open(a.data, encoding="utf-8") as f:
         text = f.read()
     cfg = cfg_from_hf(a.config)
@@ -535,16 +548,56 @@ def model_from_args(a):
     return build_model(cfg), cfg
 
 
+def hf_decoder(path):
+    """tokenizer.json's decode (Hugging Face's ByteLevel decoder, skip_special_tokens=False): each id's
+    bytes (the vocab's tokens spelled in GPT-2's 256 byte characters; added tokens their content),
+    joined and read as UTF-8 with U+FFFD for what is not; ids it does not have decode to nothing.
+    Also the added tokens' ids by content. (The prompt's ids come from the JavaScript encoders' goldens.)"""
+    with open(path, encoding="utf-8") as f:
+        tj = json.load(f)
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    byte_of = {chr(c): b for b, c in zip(bs, cs)}
+    id_to = {i: bytes(byte_of[ch] for ch in tok) for tok, i in tj["model"]["vocab"].items()}
+    names = {}
+    for t in tj["added_tokens"]:
+        id_to[t["id"]] = t["content"].encode("utf-8")
+        names[t["content"]] = t["id"]
+    return (lambda ids: b"".join(id_to.get(i, b"") for i in ids).decode("utf-8", errors="replace")), names
+
+
 def cmd_generate(a):
     model, cfg = model_from_args(a)
     if a.print_model:
         print(model)
         return
+    if a.boost:  # (tests) out_head's row of one token scaled, so that a random model says it
+        tid, factor = a.boost.split(":")
+        with torch.no_grad():
+            model.out_head.weight[int(tid)] *= float(factor)
     ids = [int(t) for t in a.ids.split()]
     eos = cfg["eos_token_id"] if isinstance(cfg["eos_token_id"], int) else None
+    if a.text:  # a text prompt: config.json's eos ids and the tokenizer's end of text (with --chat, of the turn)
+        decode, names = hf_decoder(a.text)
+        e = cfg["eos_token_id"]
+        eos = set([e] if isinstance(e, int) else (e or []))
+        for name in ["<|endoftext|>", "<|end_of_text|>"] + (["<|im_end|>", "<|eot_id|>"] if a.chat else []):
+            if name in names and names[name] < cfg["vocab_size"]:
+                eos.add(names[name])
     torch.manual_seed(a.seed)
     out = generate(model, torch.tensor([ids]), a.max_new_tokens, cfg["context_length"], a.temperature,
                    a.top_k, eos, use_cache=not a.no_kv_cache)
+    if a.text and not a.print_ids:
+        new = out[0].tolist()[len(ids):]
+        text = decode(new) if a.chat else "Output text: " + decode(out[0].tolist())
+        sys.stdout.buffer.write((text + "\n").encode("utf-8"))
+        return
     print(" ".join(str(i) for i in out[0].tolist()))
 
 
@@ -587,6 +640,11 @@ def main():
     p.add_argument("--log")
     p.add_argument("--save")
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--text", help="generate: print the text (this tokenizer.json decodes it; --ids are the prompt's)")
+    p.add_argument("--chat", action="store_true", help="generate --text: the prompt is a chat turn (print the answer)")
+    p.add_argument("--ids-json", help="train: {text: ids} of the data's two parts and the prompt (with --text)")
+    p.add_argument("--print-ids", action="store_true", help="generate --text: print the ids all the same")
+    p.add_argument("--boost", help="generate: ID:F scales out_head's row ID by F (tests: a token a random model says)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     {"generate": cmd_generate, "train": cmd_train, "save-random": cmd_save_random}[a.command](a)
