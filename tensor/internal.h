@@ -275,7 +275,8 @@ static inline bool ac_have_avx2(void) { return ac_cpu_isa() >= AC_ISA_AVX2; }
 bool ac_tanh_fast(const float *x, float *y, int64_t n);
 
 /* Reductions with PyTorch's summation order. */
-float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride); /* sum over a row (the last dim) */
+float ac_ilp4_sum(const float *x, int64_t n, int64_t stride);    /* ATen's scalar row_sum */
 float ac_lane8_sum(const float *x, int64_t n);
 
 /* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C, with scratch

@@ -11,9 +11,10 @@ static int ceil_log2(int64_t x) {
     return r;
 }
 
-/* ATen's multi_row_sum for one row (SumKernel.cpp): four levels of partial sums,
- * each level folded into the next every 2^level_power elements. */
-float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
+/* ATen's sum kernel (SumKernel.cpp, cascade_sum), one output at a time. Its building block is
+ * multi_row_sum: four levels of partial sums, level 0 folded into the next every 2^power
+ * elements (power = max(4, ceil(log2 n) / 4)), the levels added at the end. */
+static float multi_row_sum(const float *x, int64_t n, int64_t stride) {
     const int levels = 4;
     int power = ceil_log2(n) / levels;
     if (power < 4) power = 4;
@@ -31,6 +32,31 @@ float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
     for (; i < n; i++) acc[0] += x[i * stride];
     for (int j = 1; j < levels; j++) acc[0] += acc[j];
     return acc[0];
+}
+
+/* row_sum: the n elements read as (n / 4, 4), four interleaved multi_row_sums (element i goes
+ * to partial i % 4), the n % 4 left over added to partial 0, then the partials in order. */
+float ac_ilp4_sum(const float *x, int64_t n, int64_t stride) {
+    int64_t q = n / 4;
+    float p[4];
+    for (int k = 0; k < 4; k++) p[k] = multi_row_sum(x + k * stride, q, 4 * stride);
+    for (int64_t i = 4 * q; i < n; i++) p[0] += x[i * stride];
+    return ((p[0] + p[1]) + p[2]) + p[3];
+}
+
+/* A sum over a row of n contiguous floats (a reduction over the last dim, or over everything):
+ * ATen's vectorized_inner_sum with 8-wide vectors (the default and AVX2 builds') from n >= 8:
+ * lane l sums elements l, l + 8, ... of the whole vectors by row_sum; the n % 8 left over are
+ * added from 0 in order, then the lanes 0..7. Below 8 (or strided), the scalar row_sum. */
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
+    if (stride != 1 || n < 8) return ac_ilp4_sum(x, n, stride);
+    int64_t v = n / 8;
+    float lane[8];
+    for (int l = 0; l < 8; l++) lane[l] = ac_ilp4_sum(x + l, v, 8);
+    float s = 0;
+    for (int64_t i = 8 * v; i < n; i++) s += x[i];
+    for (int l = 0; l < 8; l++) s += lane[l];
+    return s;
 }
 
 /* ATen's vec::reduce_all for a sum with 8-wide vectors (softmax's denominator):
@@ -96,6 +122,16 @@ static Tensor *reduce_sum(Tensor *a, const Plan *p) {
     if (suffix) {
         int64_t inner = p->count, rows = n / inner;
         for (int64_t r = 0; r < rows; r++) o[r] = ac_cascade_sum(x + r * inner, inner, 1);
+        return out;
+    }
+    /* Reduced dims forming a prefix: a sum over the leading dims, column by column. */
+    int last = 0;
+    while (last < a->ndim && p->reduced[last]) last++;
+    bool prefix = true;
+    for (int d = last; d < a->ndim; d++) prefix = prefix && !p->reduced[d];
+    if (prefix) {
+        int64_t rows = p->count;
+        ac_sum_rows(x, rows, n / rows, o);
         return out;
     }
     /* Otherwise add each element into its output slot, in row-major order. */
@@ -295,7 +331,12 @@ static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased,
     Node *nd = AC_NODE(std ? "StdBackward0" : "VarBackward0", var_backward, out, a);
     if (nd) {
         VarSaved *sv = AC_CTX(nd, VarSaved);
-        *sv = (VarSaved){.p = p, .unbiased = unbiased, .std = std, .mean = mean};
+        /* VarBackward0 subtracts self.mean(dim, keepdim=True): the mean op's float sum / n, not the
+         * forward's double mean rounded (the two differ in the last bit) */
+        Tensor *fmean = reduce_sum(a, &p);
+        float c = (float)p.count, *fm = fmean->data;
+        for (int64_t i = 0; i < nout; i++) fm[i] = fm[i] / c;
+        *sv = (VarSaved){.p = p, .unbiased = unbiased, .std = std, .mean = fmean};
         sv->x = ac_save(nd, a);
         sv->y = std ? ac_save(nd, s) : (ac_saved){0};
     }
