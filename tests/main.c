@@ -9,6 +9,7 @@ Suite *suite_json(void);       /* tests/test_json.c */
 Suite *suite_instruct(void);   /* tests/test_instruct.c */
 Suite *suite_finetune(void);  /* tests/test_finetune.c */
 Suite *suite_release(void);   /* tests/test_release.c */
+Suite *suite_exact_orders(void); /* tests/test_exact_orders.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -43,6 +44,7 @@ int main(void) {
     srunner_add_suite(sr, suite_json());
     srunner_add_suite(sr, suite_instruct());
     srunner_add_suite(sr, suite_finetune());
+    srunner_add_suite(sr, suite_exact_orders());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

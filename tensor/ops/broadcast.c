@@ -120,7 +120,8 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     int first_kept = g->ndim;
     bool prefix = true;
     for (int d = 0; d < g->ndim; d++) {
-        bool summed = ostr[d] == 0 && g->shape[d] != 1;
+        if (g->shape[d] == 1) continue; /* a dim of one neither sums nor keeps anything */
+        bool summed = ostr[d] == 0;
         if (!summed && first_kept == g->ndim) first_kept = d;
         if (summed && first_kept < d) prefix = false;
     }
