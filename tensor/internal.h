@@ -56,6 +56,8 @@ struct Node {
     Tensor *bgrad;           /* the gradient of out accumulated so far */
     bool bgrad_owned;        /* nothing else refers to bgrad: it may be written into */
     uint32_t visit;
+    uint64_t seq;            /* PyTorch's sequence_nr: the order nodes were made in (per thread) */
+    int64_t deps;            /* during backward: edges from nodes not run yet */
 };
 void *ac_node_ctx(Node *n, size_t bytes);      /* zeroed, in the arena, kept in n->ctx */
 #define AC_CTX(n, Type) ((Type *)ac_node_ctx((n), sizeof(Type)))

@@ -207,7 +207,8 @@ Tensor *ac_book_gelu(Tensor *x) {
  *              sum over the leading dims, in ATen's order);
  *     a row's  g_s = sum of (-g_n) * (((x - mean) / s) / s),  g_var = g_s / (2 * s),
  *              g_mean = sum of -(g_n / s)  (each sum_to's sum over the last dim: ac_cascade_sum);
- *     x gets  t1 = (g_var * float(2 / n)) * (x - var's mean),  t2 = g_n / s,  t3 = g_mean / n  in this order. */
+ *     x gets  t1 = g_n / s,  t2 = (g_var * float(2 / n)) * (x - mean),  t3 = g_mean / n  in this order: the
+ *     engine runs SubBackward0 before VarBackward0 (the higher sequence number first) and MeanBackward1 last. */
 
 typedef struct { const float *x, *w, *b; float *y, *st; int64_t D; float eps; } LnFwd;
 
@@ -298,10 +299,10 @@ static void ln_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         }
         const int64_t j0 = 0, j1 = D;
 #define LN_TERMS                                                              \
-    float dev = x[j] - vmean;          /* VarBackward0 (its own mean) */        \
-    T1 = cv * dev;                                                              \
     float g_n = g[j] * W[j];           /* SubBackward0 passes g / s on */       \
-    T2 = g_n / s;                                                               \
+    T1 = g_n / s;                                                               \
+    float dev = x[j] - vmean;          /* VarBackward0 */                       \
+    T2 = cv * dev;                                                              \
     T3 = gm                            /* MeanBackward1 */
         TERM_LOOPS(LN_TERMS)
 #undef LN_TERMS
