@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "toy_lm.h"
 #include "tests.h"
 
 static uint32_t fnv_floats(Tensor *t) {
@@ -24,7 +25,7 @@ static Tensor *rand_scaled(int ndim, const int64_t *shape, double scale, double 
 
 static Tensor *weighted_loss(Tensor *y, Tensor *w) { return torch_sum(torch_mul(y, w)); }
 
-#define MAX_OUT 4
+#define MAX_OUT 64
 typedef struct { int n; const char *name[MAX_OUT]; Tensor *t[MAX_OUT]; } Outputs;
 
 static void put(Outputs *o, const char *name, Tensor *t) {
@@ -105,6 +106,34 @@ static Outputs run_case(const char *op, const int64_t *d, bool fused) {
         torch_backward(torch_mul_scalar(loss, 1.5), NULL);
         put(&o, "loss", loss);
         put(&o, "grad", logits->grad);
+    } else if (!strcmp(op, "gpt_grads") || !strcmp(op, "toylm_grads")) {
+        /* one backward of a model: the engine's order decides how a tensor's gradients are summed */
+        bool gpt = op[0] == 'g';
+        int64_t b = d[0], t = d[1], vocab = gpt ? d[5] : d[4];
+        nn_Module *m;
+        if (gpt) {
+            nn_GPTConfig cfg = {.vocab_size = vocab, .context_length = t, .emb_dim = d[2], .n_heads = d[3],
+                                .n_layers = d[4], .drop_rate = 0.0, .qkv_bias = true};
+            m = &nn_GPTModel_new(cfg)->module;
+        } else {
+            m = &nn_ToyLM_new(vocab, t, d[2], d[3])->module;
+        }
+        Tensor *xy[2];
+        for (int k = 0; k < 2; k++) { /* (torch.rand(b, t) * vocab).long() */
+            Tensor *r = torch_rand(SHAPE(b, t));
+            int64_t *v = ac_malloc(sizeof(int64_t) * (size_t)(b * t));
+            for (int64_t i = 0; i < b * t; i++) v[i] = (int64_t)(ac_data_float(r)[i] * (float)vocab);
+            xy[k] = torch_tensor_long(v, SHAPE(b, t));
+            free(v);
+        }
+        Tensor *logits = nn_forward(m, xy[0]);
+        Tensor *loss = torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(xy[1], 0, -1), -100);
+        torch_backward(loss, NULL);
+        put(&o, "loss", loss);
+        nn_TensorList ps = nn_named_parameters(m);
+        for (int i = 0; i < ps.n && o.n < MAX_OUT; i++) /* copies in the arena: the model is freed */
+            put(&o, ps.names[i], torch_clone(ps.tensors[i]->grad));
+        nn_free(m);
     } else {
         ck_abort_msg("exact_orders_golden.txt: unknown op '%s'", op);
     }
@@ -117,10 +146,10 @@ START_TEST(test_exact_orders_vs_pytorch) {
     for (char *line = strtok_r(text, "\n", &save); line;) {
         char op[32];
         int seed, used;
-        int64_t d[4] = {0};
+        int64_t d[8] = {0};
         ck_assert_msg(sscanf(line, "case %31s %d%n", op, &seed, &used) == 2, "golden: expected a case, got '%s'", line);
         int nd = 0;
-        for (char *p = line + used, *end; nd < 4; p = end) {
+        for (char *p = line + used, *end; nd < 8; p = end) {
             long long v = strtoll(p, &end, 10);
             if (end == p) break;
             d[nd++] = v;
@@ -135,9 +164,10 @@ START_TEST(test_exact_orders_vs_pytorch) {
             Outputs o = run_case(op, d, fused);
             ck_assert_msg(o.n == nout, "%s (seed %d): %d outputs, the golden has %d", op, seed, o.n, nout);
             for (int i = 0; i < nout; i++) {
-                char name[32];
+                char name[64];
                 unsigned long want;
-                ck_assert(sscanf(outs[i], "%31s %lu", name, &want) == 2 && !strcmp(name, o.name[i]));
+                ck_assert_msg(sscanf(outs[i], "%63s %lu", name, &want) == 2 && !strcmp(name, o.name[i]),
+                              "%s (seed %d): output %d is %s, the golden's '%s'", op, seed, i, o.name[i], outs[i]);
                 ck_assert_msg(fnv_floats(o.t[i]) == (uint32_t)want, "%s %lld %lld %lld %lld (seed %d%s): %s differs from PyTorch's",
                               op, (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3], seed,
                               strcmp(op, "layer_norm") ? "" : fused ? ", fused" : ", op by op", name);
@@ -148,7 +178,7 @@ START_TEST(test_exact_orders_vs_pytorch) {
         cases++;
     }
     free(text);
-    ck_assert_int_ge(cases, 199);
+    ck_assert_int_ge(cases, 204);
     ck_assert_int_ge(checked, 400);
 }
 END_TEST

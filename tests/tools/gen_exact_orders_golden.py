@@ -7,7 +7,8 @@ multiple of the vector width, for tests/test_exact_orders.c.
 
 Each case's inputs are torch.rand draws after torch.manual_seed(seed) (the C generator draws the same), scaled
 as INPUTS says; a loss weighted by another draw (never a plain sum) gives the gradients. A record:
-`case OP SEED D0 D1 [D2]`, then `OUTPUT <FNV-1a of its float32 bits>` for each output, in order.
+`case OP SEED D0 D1 ...`, then `OUTPUT <FNV-1a of its float32 bits>` for each output, in order (for a model:
+its loss, then every parameter's gradient after one backward, by name).
 """
 import os
 import sys
@@ -18,7 +19,8 @@ import torch.nn.functional as F
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(os.path.dirname(ROOT), "shared", "pytorch"))
-from gpt import LayerNorm  # noqa: E402  (the book's, op by op)
+from gpt import GPTModel, LayerNorm  # noqa: E402  (the book's, op by op)
+from toy_lm import ToyLM  # noqa: E402
 
 # the row lengths: below, at and around the 8-wide vectors, the ilp-4 groups and the 16-element cascade steps
 LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 96, 97, 127, 255, 257, 1000, 4099]
@@ -103,6 +105,29 @@ def case_cross_entropy(n, c):
     return [("loss", loss), ("grad", logits.grad)]
 
 
+def ids(b, t, vocab):
+    return (torch.rand(b, t) * vocab).long()  # truncation: the C converts the same floats
+
+
+def model_grads(model, x, y):
+    """one backward of the cross-entropy: the loss and every parameter's gradient, in named_parameters order
+    (the engine's order decides how a tensor's gradients are summed: q, k and v's into norm1's output)"""
+    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    loss.backward()
+    return [("loss", loss)] + [(n, p.grad) for n, p in model.named_parameters()]
+
+
+def case_gpt_grads(b, t, emb, heads, layers, vocab):
+    model = GPTModel({"vocab_size": vocab, "context_length": t, "emb_dim": emb, "n_heads": heads, "n_layers": layers,
+                      "drop_rate": 0.0, "qkv_bias": True})
+    return model_grads(model, ids(b, t, vocab), ids(b, t, vocab))
+
+
+def case_toylm_grads(b, t, d, heads, vocab):
+    model = ToyLM(vocab, t, d, heads)
+    return model_grads(model, ids(b, t, vocab), ids(b, t, vocab))
+
+
 def cases():
     seed = 0
     for n in LENGTHS:
@@ -122,6 +147,11 @@ def cases():
         yield "layer_norm", (b, t, e), lambda b=b, t=t, e=e: case_layer_norm(b, t, e)
     for n, c in ((1, 5), (3, 11), (17, 50257 // 1000), (40, 9), (100, 33), (300, 7), (7, 300)):
         yield "cross_entropy", (n, c), lambda n=n, c=c: case_cross_entropy(n, c)
+    for b, t, emb, heads, layers, vocab in ((2, 9, 24, 3, 2, 37), (1, 5, 10, 5, 1, 11), (3, 17, 33, 3, 3, 50)):
+        yield "gpt_grads", (b, t, emb, heads, layers, vocab), \
+            lambda b=b, t=t, e=emb, h=heads, n=layers, v=vocab: case_gpt_grads(b, t, e, h, n, v)
+    for b, t, d, heads, vocab in ((4, 8, 16, 4, 29), (2, 13, 9, 3, 40)):
+        yield "toylm_grads", (b, t, d, heads, vocab), lambda b=b, t=t, d=d, h=heads, v=vocab: case_toylm_grads(b, t, d, h, v)
 
 
 def main():
