@@ -162,6 +162,8 @@ def close(x, y, rtol):
     if NUMBER.sub("#", x) != NUMBER.sub("#", y):
         return False
     for a, b in zip(NUMBER.findall(x), NUMBER.findall(y)):
+        if a == b:  # nan too
+            continue
         fa, fb = float(a), float(b)
         if not (fa == fb or abs(fa - fb) <= rtol * max(1.0, abs(fa), abs(fb))):
             return False
@@ -291,7 +293,7 @@ def main():
             c = run(cmd_c, env_c, work, a.timeout)
             status, diffs = compare(cfg, py, c, work, a.rtol)
             for side, r in (("py", py), ("c", c)):
-                for k, text in (("out", r[1]), ("err", r[2])):
+                for k, text in (("out", r[1]), ("err", r[2]), ("rc", f"{r[0]}\n")):
                     with open(os.path.join(work, f"{side}.{k}"), "w", encoding="utf-8") as f:
                         f.write(text)
             with open(os.path.join(work, "config.json"), "w") as f:
