@@ -88,8 +88,9 @@ static Outputs run_case(const char *op, const int64_t *d, bool fused) {
         torch_backward(weighted_loss(y, w), NULL);
         put(&o, "y", y);
         put(&o, "grad_x", x->grad);
-        put(&o, "grad_scale", ln->scale->grad);
-        put(&o, "grad_shift", ln->shift->grad);
+        put(&o, "grad_scale", torch_clone(ln->scale->grad)); /* copies in the arena: the module is freed */
+        put(&o, "grad_shift", torch_clone(ln->shift->grad));
+        nn_free(&ln->module);
     } else if (!strcmp(op, "cross_entropy")) {
         int64_t n = d[0], c = d[1];
         Tensor *logits = torch_requires_grad_(rand_scaled(2, d, 4.0, -2.0), true);
