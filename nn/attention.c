@@ -205,10 +205,15 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) { 
     if (t > self->context_length)
         ac_error("MultiHeadAttention: the input has %lld tokens, but the causal mask was built for context_length=%lld",
                  (long long)t, (long long)self->context_length);
+    /* (C: toy_lm.py projects the queries first: the order the ops are made in is the order backward
+     * sums x's three gradients in, as PyTorch's engine runs the node made last first) */
+    Tensor *queries = self->queries_first ? torch_transpose(torch_view(nn_call(&self->module, "W_query", x),
+                                                                       SHAPE(b, t, h, dh)), 1, 2) : NULL;
     Tensor *keys = torch_transpose(torch_view(nn_call(&self->module, "W_key", x), // keys = self.W_key(x).view(
                                               SHAPE(b, t, h, dh)), 1, 2);         //     b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
-    Tensor *queries = torch_transpose(torch_view(nn_call(&self->module, "W_query", x), // queries = self.W_query(x).view(...).transpose(1, 2)
-                                                 SHAPE(b, t, h, dh)), 1, 2);
+    if (!self->queries_first)
+        queries = torch_transpose(torch_view(nn_call(&self->module, "W_query", x), // queries = self.W_query(x).view(...).transpose(1, 2)
+                                             SHAPE(b, t, h, dh)), 1, 2);
     Tensor *values = torch_transpose(torch_view(nn_call(&self->module, "W_value", x), // values = self.W_value(x).view(...).transpose(1, 2)
                                                 SHAPE(b, t, h, dh)), 1, 2);
     Tensor *heads_out;

@@ -268,6 +268,7 @@ typedef struct {
     Tensor *mask;
     Tensor *last_attn_weights; /* (b, h, t, t) weights of the last forward (arena), to look at; NULL when fused */
     bool fused; /* use torch_scaled_dot_product_attention (is_causal), as nn.MultiheadAttention does since 2.0 */
+    bool queries_first; /* project queries, keys, values in that order (toy_lm.py's); false: keys first (the book's) */
 } nn_MultiHeadAttention;
 nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, int64_t context_length,
                                                  int64_t num_heads);

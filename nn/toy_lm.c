@@ -14,6 +14,7 @@ nn_ToyLM *nn_ToyLM_new(int64_t vocab_size, int64_t context_length, int64_t d_mod
     m->pos_emb = (nn_Embedding *)nn_register_module(&m->module, "pos_emb", &nn_Embedding_new(context_length, d_model)->module);
     m->attn = (nn_MultiHeadAttention *)nn_register_module(
         &m->module, "attn", &nn_MultiHeadAttention_new(d_model, d_model, context_length, num_heads)->module);
+    m->attn->queries_first = true; /* toy_lm.py's forward: queries, keys, values */
     m->head = (nn_Linear *)nn_register_module(&m->module, "head", &nn_Linear_new(d_model, vocab_size, true)->module);
     return m;
 }

@@ -89,6 +89,9 @@ bool ac_needs_grad(const Tensor *t) {
     return t->requires_grad;
 }
 
+/* Nodes are numbered as PyTorch numbers them (sequence_nr, per thread), for backward's order. */
+static _Thread_local uint64_t sequence_nr;
+
 Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **inputs) {
     if (!grad_enabled) return NULL;
     bool any = false;
@@ -96,6 +99,7 @@ Node *ac_node(const char *name, ac_backward_fn fn, Tensor *out, int n, Tensor **
     if (!any) return NULL;
     Node *node = ac_arena_alloc(sizeof(Node));
     memset(node, 0, sizeof *node);
+    node->seq = ++sequence_nr;
     node->name = name;
     node->backward = fn;
     node->n_inputs = n;
@@ -392,6 +396,31 @@ static void topo_sort(Node *root, Vec *order) {
 
 static void sweep(Tensor *root, Tensor *gradient, bool retain_graph);
 
+/* A binary max-heap of nodes by seq. */
+static void heap_push(Node **h, size_t *n, Node *x) {
+    size_t i = (*n)++;
+    while (i > 0 && h[(i - 1) / 2]->seq < x->seq) {
+        h[i] = h[(i - 1) / 2];
+        i = (i - 1) / 2;
+    }
+    h[i] = x;
+}
+
+static Node *heap_pop(Node **h, size_t *n) {
+    Node *top = h[0], *last = h[--*n];
+    size_t i = 0;
+    for (;;) {
+        size_t c = 2 * i + 1;
+        if (c >= *n) break;
+        if (c + 1 < *n && h[c + 1]->seq > h[c]->seq) c++;
+        if (h[c]->seq <= last->seq) break;
+        h[i] = h[c];
+        i = c;
+    }
+    if (*n) h[i] = last;
+    return top;
+}
+
 void torch_backward_ex(Tensor *root, Tensor *gradient, bool retain_graph) { sweep(root, gradient, retain_graph); }
 
 /* torch.autograd.grad(outputs, inputs, grad_outputs, retain_graph): the same sweep as
@@ -443,8 +472,25 @@ static void sweep(Tensor *root, Tensor *gradient, bool retain_graph) {
     for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad = NULL;
     root->grad_fn->bgrad = seed;
     root->grad_fn->bgrad_owned = seed != gradient; /* never write into the caller's tensor */
-    for (size_t i = order.n; i-- > 0;) {
-        Node *n = order.v[i];
+    /* PyTorch's engine runs, of the nodes whose every consumer has run, the one made last (the
+     * highest sequence_nr): the order in which a tensor's gradients arrive, and so how they are summed
+     * (a layer's q, k and v projections send theirs value, query, key). Kahn's algorithm on that. */
+    for (size_t i = 0; i < order.n; i++) order.v[i]->deps = 0;
+    for (size_t i = 0; i < order.n; i++)
+        for (int k = 0; k < order.v[i]->n_inputs; k++)
+            if (order.v[i]->next[k]) order.v[i]->next[k]->deps++;
+    size_t nheap = 0, cap = 0;
+    Node **heap = ac_arena_grow(NULL, 0, &cap, 64, sizeof *heap);
+    heap[nheap++] = root->grad_fn;
+    while (nheap) {
+        Node *n = heap_pop(heap, &nheap);
+        for (int k = 0; k < n->n_inputs; k++) {
+            Node *c = n->next[k];
+            if (c && --c->deps == 0) {
+                heap = ac_arena_grow(heap, nheap, &cap, nheap + 1, sizeof *heap);
+                heap_push(heap, &nheap, c);
+            }
+        }
         if (!n->bgrad) continue;
         if (n->freed)
             ac_error("backward: Trying to backward through the graph a second time (or directly access "

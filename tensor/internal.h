@@ -56,6 +56,8 @@ struct Node {
     Tensor *bgrad;           /* the gradient of out accumulated so far */
     bool bgrad_owned;        /* nothing else refers to bgrad: it may be written into */
     uint32_t visit;
+    uint64_t seq;            /* PyTorch's sequence_nr: the order nodes were made in (per thread) */
+    int64_t deps;            /* during backward: edges from nodes not run yet */
 };
 void *ac_node_ctx(Node *n, size_t bytes);      /* zeroed, in the arena, kept in n->ctx */
 #define AC_CTX(n, Type) ((Type *)ac_node_ctx((n), sizeof(Type)))
@@ -275,9 +277,9 @@ static inline bool ac_have_avx2(void) { return ac_cpu_isa() >= AC_ISA_AVX2; }
 bool ac_tanh_fast(const float *x, float *y, int64_t n);
 
 /* Reductions with PyTorch's summation order. */
-float ac_cascade_sum(const float *x, int64_t n, int64_t stride);
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride); /* sum over a row (the last dim) */
+float ac_ilp4_sum(const float *x, int64_t n, int64_t stride);    /* ATen's scalar row_sum */
 float ac_lane8_sum(const float *x, int64_t n);
-float ac_inner_sum(const float *x, int64_t n); /* a contiguous row as torch.sum(dim=-1) sums it */
 
 /* The fast kernel (gemm_fast.c) on rows [i_begin, i_end) of C, with scratch
  * of ac_gemm_fast_scratch(N, K) floats (none needed up to AC_GEMM_TINY = M*N*K,

@@ -13,6 +13,7 @@ Suite *suite_longrun(void);   /* tests/test_longrun.c */
 Suite *suite_hf_tokenizer(void); /* tests/test_hf_tokenizer.c */
 Suite *suite_llm(void);       /* tests/test_llm.c */
 Suite *suite_dpo(void);       /* tests/test_dpo.c */
+Suite *suite_exact_orders(void); /* tests/test_exact_orders.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -51,6 +52,7 @@ int main(void) {
     srunner_add_suite(sr, suite_finetune());
     srunner_add_suite(sr, suite_llm());
     srunner_add_suite(sr, suite_dpo());
+    srunner_add_suite(sr, suite_exact_orders());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);

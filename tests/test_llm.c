@@ -706,8 +706,13 @@ START_TEST(test_bad_input) {
     sed_file(cfgp, "s/\"max_position_embeddings\": 64/\"max_position_embeddings\": 3/");
     snprintf(flags, sizeof flags, "generate --model %s --ids \"1 2 3 4\"", dir);
     expect_refusal(flags, "the prompt's 4 tokens are longer than the context (max_position_embeddings 3)");
-    snprintf(flags, sizeof flags, "generate --config %s --ids \"1 2\" --prompt hello", cfgp);
-    expect_refusal(flags, "--prompt needs a tokenizer.json tokenizer");
+    { /* a flag that contradicts another: a usage error, exit 2 */
+        char cmd[2048], *out;
+        snprintf(cmd, sizeof cmd, "%s/llm generate --config %s --ids \"1 2\" --prompt hello 2>&1", build_dir(), cfgp);
+        int rc = run_command(cmd, &out);
+        ck_assert_msg(rc == 2 && strstr(out, "--ids and --prompt both give the prompt"), "%s: exit %d: %s", cmd, rc, out);
+        free(out);
+    }
 #undef FRESH
     remove_dir(dir);
 }

@@ -88,7 +88,8 @@ Tensor *nn_GPTLayerNorm_forward(nn_GPTLayerNorm *self, Tensor *x) {             
         return ac_book_layer_norm(x, self->scale, self->shift, self->eps);        // the same bits: tensor/ops/fused.c)
     Tensor *mean = torch_mean_dim(x, 1, (int64_t[]){-1}, true);                   //     mean = x.mean(dim=-1, keepdim=True)
     Tensor *var = torch_var_dim(x, 1, (int64_t[]){-1}, false, true);              //     var = x.var(dim=-1, keepdim=True, unbiased=False)
-    Tensor *norm_x = torch_div(torch_sub(x, mean), torch_sqrt(torch_add_scalar(var, self->eps))); //     norm_x = (x - mean) / torch.sqrt(var + self.eps)
+    Tensor *dev = torch_sub(x, mean); /* (C: one op a statement, in Python's order: backward's order follows it) */
+    Tensor *norm_x = torch_div(dev, torch_sqrt(torch_add_scalar(var, self->eps))); //     norm_x = (x - mean) / torch.sqrt(var + self.eps)
     return torch_add(torch_mul(self->scale, norm_x), self->shift);                //     return self.scale * norm_x + self.shift
 }
 
@@ -99,10 +100,11 @@ nn_GPTGELU *nn_GPTGELU_new(void) { return nn_module_new(sizeof(nn_GPTGELU), "GEL
 Tensor *nn_GPTGELU_forward(nn_GPTGELU *self, Tensor *x) {                        // def forward(self, x):
     if (nn_gpt_fused && ac_book_gelu_fits(x)) return ac_book_gelu(x);             // (C: the lines below as one op, the same bits)
     (void)self;                                                                   //     return 0.5 * x * (1 + torch.tanh(
+    Tensor *half = torch_mul_scalar(x, 0.5); /* (C: the ops made in Python's order, which backward's follows) */
     Tensor *c = torch_sqrt(torch_scalar_tensor(2.0 / M_PI));                      //         torch.sqrt(torch.tensor(2.0 / torch.pi)) *
     Tensor *cube = torch_mul_scalar_(torch_pow(x, 3), 0.044715);                  //         (x + 0.044715 * torch.pow(x, 3))))
     Tensor *inner = torch_add(x, cube); /* (C: the product written over the power, which no backward reads: 6 MB a block less) */
-    return torch_mul(torch_mul_scalar(x, 0.5), torch_add_scalar(torch_tanh(torch_mul(c, inner)), 1.0));
+    return torch_mul(half, torch_add_scalar(torch_tanh(torch_mul(c, inner)), 1.0));
 }
 
 static Tensor *ff_fwd(nn_Module *m, Tensor *x) { return nn_FeedForward_forward((nn_FeedForward *)m, x); }

@@ -39,27 +39,64 @@ void ac_broadcast_check(const char *op, const Tensor *a, const Tensor *b, int *n
 
 /* Sum a broadcast gradient back to `like`'s shape: leading dims, then dims of
  * size 1 (the tinygrad #104 bug lives here). */
-typedef struct { const float *g; int64_t rows, len; float *o; } RowsJob;
+typedef struct { const float *g; int64_t rows, len, groups; float *o; } RowsJob;
 
+static int ceil_log2(int64_t x) {
+    int r = 0;
+    while (((int64_t)1 << r) < x) r++;
+    return r;
+}
+
+/* Columns [j0, j0 + w) (w <= 32) of the (rows, len) block, each summed over the rows by ATen's
+ * multi_row_sum (four levels, level 0 folded on every 2^power rows), added into o. */
+static void cascade_cols(const float *g, int64_t rows, int64_t len, int64_t j0, int w, float *o) {
+    int power = ceil_log2(rows) / 4;
+    if (power < 4) power = 4;
+    const int64_t step = (int64_t)1 << power, mask = step - 1;
+    float acc[4][32] = {{0}};
+    int64_t i = 0;
+    while (i + step <= rows) {
+        for (int64_t k = 0; k < step; k++, i++)
+            for (int c = 0; c < w; c++) acc[0][c] += g[i * len + j0 + c];
+        for (int lv = 1; lv < 4; lv++) {
+            for (int c = 0; c < w; c++) acc[lv][c] += acc[lv - 1][c], acc[lv - 1][c] = 0;
+            if ((i & (mask << (lv * power))) != 0) break;
+        }
+    }
+    for (; i < rows; i++)
+        for (int c = 0; c < w; c++) acc[0][c] += g[i * len + j0 + c];
+    for (int c = 0; c < w; c++) o[j0 + c] += ((acc[0][c] + acc[1][c]) + acc[2][c]) + acc[3][c];
+}
+
+/* Columns [j0, j1): those below `groups` (ATen's whole groups) by cascade_cols, the rest by row_sum. */
 static void sum_rows_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
     const RowsJob *r = ctx;
-    for (int64_t i = 0; i < r->rows; i++)
-        for (int64_t j = j0; j < j1; j++) r->o[j] += r->g[i * r->len + j];
+    for (int64_t j = j0; j < j1 && j < r->groups;) {
+        int w = (int)((j1 < r->groups ? j1 : r->groups) - j);
+        if (w > 32) w = 32;
+        cascade_cols(r->g, r->rows, r->len, j, w, r->o);
+        j += w;
+    }
+    for (int64_t j = j0 > r->groups ? j0 : r->groups; j < j1; j++) r->o[j] += ac_ilp4_sum(r->g + j, r->rows, r->len);
 }
 
-/* outputs [i0, i1), each the sum of its run of len elements of g, in order */
+/* outputs [i0, i1), each the sum of its run of len elements of g, as ATen sums over the last dims */
 static void run_sums_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     const RowsJob *r = ctx;
-    for (int64_t i = i0; i < i1; i++) {
-        float s = r->o[i];
-        for (int64_t j = 0; j < r->len; j++) s += r->g[i * r->len + j];
-        r->o[i] = s;
-    }
+    for (int64_t i = i0; i < i1; i++) r->o[i] += ac_cascade_sum(r->g + i * r->len, r->len, 1);
 }
 
+/* o[j] += the sum over the rows of column j, as ATen's sum kernel sums a contiguous (rows, len)
+ * tensor over dim 0 (a bias's gradient, sum_to over leading dims): 8-wide vectors from len >= 8
+ * (vectorized_outer_sum: whole groups of 32 columns by multi_row_sum, the rest by row_sum), 4
+ * columns at a time below (scalar_outer_sum); one column is a plain inner sum. */
 void ac_sum_rows(const float *g, int64_t rows, int64_t len, float *o) {
-    RowsJob r = {g, rows, len, o};
-    ac_parallel_for(len, AC_GRAIN / (rows + 1) + 16, sum_rows_task, &r);
+    if (len == 1) {
+        o[0] += ac_cascade_sum(g, rows, 1);
+        return;
+    }
+    RowsJob r = {g, rows, len, len >= 8 ? len / 32 * 32 : len / 4 * 4, o};
+    ac_parallel_for(len, AC_GRAIN / (rows + 1) + 32, sum_rows_task, &r);
 }
 
 Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
@@ -83,7 +120,8 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     int first_kept = g->ndim;
     bool prefix = true;
     for (int d = 0; d < g->ndim; d++) {
-        bool summed = ostr[d] == 0 && g->shape[d] != 1;
+        if (g->shape[d] == 1) continue; /* a dim of one neither sums nor keeps anything */
+        bool summed = ostr[d] == 0;
         if (!summed && first_kept == g->ndim) first_kept = d;
         if (summed && first_kept < d) prefix = false;
     }
@@ -107,7 +145,7 @@ Tensor *ac_sum_to(Tensor *g, const Tensor *like) {
     if (suffix) {
         int64_t outs = 1;
         for (int d = 0; d <= last_kept; d++) outs *= g->shape[d];
-        RowsJob r = {gd, outs, outs ? n / outs : 0, o};
+        RowsJob r = {gd, outs, outs ? n / outs : 0, 0, o};
         ac_parallel_for(outs, AC_GRAIN / (r.len + 1) + 1, run_sums_task, &r);
         return out;
     }

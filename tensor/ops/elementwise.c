@@ -107,12 +107,12 @@ static void bin_backward(Node *n, Tensor *g) {
         if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(MUL, g, ac_unpack(n, sv->b)), a));
         if (ac_needs_grad(b)) ac_accum(b, ac_sum_to(bin_compute(MUL, g, ac_unpack(n, sv->a)), b));
         break;
-    case DIV: { /* d(a/b) = g/b, -g*a/(b*b) */
+    case DIV: { /* d(a/b) = g/b, -g * ((a / b) / b): DivBackward0's own rounding (not -g a / (b b)) */
         Tensor *bv = ac_unpack(n, sv->b);
         if (ac_needs_grad(a)) ac_accum(a, ac_sum_to(bin_compute(DIV, g, bv), a));
         if (ac_needs_grad(b)) {
-            Tensor *num = bin_compute(MUL, torch_neg(g), ac_unpack(n, sv->a));
-            ac_accum(b, ac_sum_to(bin_compute(DIV, num, bin_compute(MUL, bv, bv)), b));
+            Tensor *q = bin_compute(DIV, bin_compute(DIV, ac_unpack(n, sv->a), bv), bv);
+            ac_accum(b, ac_sum_to(bin_compute(MUL, torch_neg(g), q), b));
         }
         break;
     }

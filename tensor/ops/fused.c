@@ -10,7 +10,7 @@
  *     -ffp-contract=off, and every intermediate is a float, as the ops' tensors
  *     are), the same per-element tanh (libm's tanhf in exact math, kernels/
  *     fast_tanh.c in fast math, over the same runs of elements), the same sums
- *     for the mean (ac_inner_sum) and the variance (in double, as ops/reduce.c);
+ *     for the mean (ac_cascade_sum) and the variance (in double, as ops/reduce.c);
  *   - backward: each op's own backward formula, in the order the engine runs the
  *     op-by-op nodes, and x's gradient terms added in the order those nodes would
  *     have sent them (send_terms below), after what x's gradient held before.
@@ -197,16 +197,18 @@ Tensor *ac_book_gelu(Tensor *x) {
  *     var = x.var(dim=-1, keepdim=True, unbiased=False)
  *     norm_x = (x - mean) / torch.sqrt(var + self.eps)
  *     return self.scale * norm_x + self.shift
- * A row's forward: the mean as the mean op sums (ac_inner_sum, then / n in float), the variance
+ * A row's forward: the mean as the mean op sums (ac_cascade_sum, then / n in float), the variance
  * as the var op does (in double: the mean, the squared deviations, / n, rounded once), s =
  * sqrtf(var + eps), then y = scale * ((x - mean) / s) + shift. The node keeps x, scale and three
- * floats a row: the mean, the var op's own mean (float of its double one, which its backward reads)
- * and s. Its backward, node by node in the engine's order (AddBackward0, MulBackward0, DivBackward0,
+ * floats a row: the mean, the mean VarBackward0 subtracts (self.mean(dim): the same float) and s.
+ * Its backward, node by node in the engine's order (AddBackward0, MulBackward0, DivBackward0,
  * SqrtBackward0, AddBackward0, VarBackward0, SubBackward0, MeanBackward1), with g_n = g * scale:
- *     shift gets  sum over rows of g,  scale gets  sum over rows of g * norm_x  (rows in order, from 0);
- *     a row's  g_s = sum of ((-g_n) * (x - mean)) / (s * s),  g_var = g_s / (2 * s),
- *              g_mean = sum of -(g_n / s)  (each in order from 0);
- *     x gets  t1 = (g_var * float(2 / n)) * (x - var's mean),  t2 = g_n / s,  t3 = g_mean / n  in this order. */
+ *     shift gets  sum over rows of g,  scale gets  sum over rows of g * norm_x  (ac_sum_rows: sum_to's
+ *              sum over the leading dims, in ATen's order);
+ *     a row's  g_s = sum of (-g_n) * (((x - mean) / s) / s),  g_var = g_s / (2 * s),
+ *              g_mean = sum of -(g_n / s)  (each sum_to's sum over the last dim: ac_cascade_sum);
+ *     x gets  t1 = g_n / s,  t2 = (g_var * float(2 / n)) * (x - mean),  t3 = g_mean / n  in this order: the
+ *     engine runs SubBackward0 before VarBackward0 (the higher sequence number first) and MeanBackward1 last. */
 
 typedef struct { const float *x, *w, *b; float *y, *st; int64_t D; float eps; } LnFwd;
 
@@ -216,7 +218,7 @@ static void ln_forward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     for (int64_t r = r0; r < r1; r++) {
         const float *x = f->x + r * D;
         float *y = f->y + r * D;
-        float mean = ac_inner_sum(x, D) / (float)D;      /* x.mean(dim=-1, keepdim=True) */
+        float mean = ac_cascade_sum(x, D, 1) / (float)D;      /* x.mean(dim=-1, keepdim=True) */
         double sum = 0, m2 = 0;                          /* x.var(dim=-1, keepdim=True, unbiased=False) */
         for (int64_t j = 0; j < D; j++) sum += x[j];
         sum /= (double)D;
@@ -231,33 +233,32 @@ static void ln_forward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
             float sc = f->w[j] * norm_x;           /* self.scale * norm_x + self.shift */
             y[j] = sc + f->b[j];
         }
-        if (f->st) f->st[3 * r] = mean, f->st[3 * r + 1] = (float)sum, f->st[3 * r + 2] = s;
+        /* VarBackward0 subtracts self.mean(dim, keepdim=True): the mean op's, the same float as mean */
+        if (f->st) f->st[3 * r] = mean, f->st[3 * r + 1] = mean, f->st[3 * r + 2] = s;
     }
 }
 
-/* scale's and shift's gradients, columns [j0, j1): each a sum over the rows in order, as ac_sum_to
- * sums a broadcast gradient (from 0; not summed at all for a 1-d x: then -0.0 + v, which is v) */
-typedef struct { const float *G, *X, *st; float *gw, *gb; int64_t rows, D; } LnParams;
+/* scale's gradient is summed from g * norm_x: rows [r0, r1) of it into gn */
+typedef struct { const float *G, *X, *st; float *gn; int64_t D; } LnParams;
 
-static void ln_params_task(void *ctx, int64_t j0, int64_t j1, int chunk) {
+static void ln_gn_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     const LnParams *p = ctx;
-    float *gw = p->gw, *gb = p->gb;
-    for (int64_t r = 0; r < p->rows; r++) {
+    for (int64_t r = r0; r < r1; r++) {
         const float *g = p->G + r * p->D, *x = p->X + r * p->D;
         const float mean = p->st[3 * r], s = p->st[3 * r + 2];
-        if (gb)
-            for (int64_t j = j0; j < j1; j++) gb[j] = gb[j] + g[j]; /* AddBackward0 */
-        if (gw)
-            for (int64_t j = j0; j < j1; j++) { /* MulBackward0: g * norm_x */
-                float d = x[j] - mean, norm_x = d / s, gn = g[j] * norm_x;
-                gw[j] = gw[j] + gn;
-            }
+        float *gn = p->gn + r * p->D;
+        for (int64_t j = 0; j < p->D; j++) { /* MulBackward0: g * norm_x */
+            float d = x[j] - mean, norm_x = d / s;
+            gn[j] = g[j] * norm_x;
+        }
     }
 }
 
 typedef struct {
     const float *G, *X, *W, *st;
     float *rs;  /* a row's g_var * float(2 / n) and g_mean / n, made by the first pass */
+    float *tmp; /* the first pass's scratch: 2 D floats a chunk */
+    int chunks;
     bool have;  /* rs is made */
     int64_t rows, D;
     float c2, fD;
@@ -279,14 +280,16 @@ static void ln_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         if (!b->have) {
             /* DivBackward0's gradient for the root and SubBackward0's for the mean: ac_sum_to's sums
              * over the row, from 0 (a row of one is not summed: -0.0 + v is v) */
-            float ss = s * s, g_s = D == 1 ? -0.0f : 0.0f, g_mean = g_s;
+            float *qs = b->tmp + (size_t)chunk * 2 * (size_t)D, *ngds = qs + D;
             for (int64_t j = 0; j < D; j++) {
                 float g_n = g[j] * W[j];                  /* MulBackward0: g * scale */
-                float d = x[j] - mean, ng = -g_n, num = ng * d, q = num / ss; /* DivBackward0: -g a / (b b) */
-                g_s = g_s + q;
-                float g_d = g_n / s, ngd = -g_d;          /* DivBackward0: g / b; SubBackward0: -g */
-                g_mean = g_mean + ngd;
+                float d = x[j] - mean, ng = -g_n;         /* DivBackward0: -g * ((a / b) / b) */
+                qs[j] = ng * ((d / s) / s);
+                float g_d = g_n / s;                      /* DivBackward0: g / b; SubBackward0: -g */
+                ngds[j] = -g_d;
             }
+            /* sum_to over the last dim: ATen's inner sum (a row of one is not summed) */
+            float g_s = D == 1 ? qs[0] : ac_cascade_sum(qs, D, 1), g_mean = D == 1 ? ngds[0] : ac_cascade_sum(ngds, D, 1);
             float s2 = 2.0f * s, g_var = g_s / s2; /* SqrtBackward0: g / (2 sqrt); AddBackward0 passes it on */
             cv = g_var * b->c2;                    /* VarBackward0: g * float(2 / n) * (x - mean) */
             gm = g_mean / b->fD;                   /* MeanBackward1: g / n */
@@ -296,10 +299,10 @@ static void ln_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         }
         const int64_t j0 = 0, j1 = D;
 #define LN_TERMS                                                              \
-    float dev = x[j] - vmean;          /* VarBackward0 (its own mean) */        \
-    T1 = cv * dev;                                                              \
     float g_n = g[j] * W[j];           /* SubBackward0 passes g / s on */       \
-    T2 = g_n / s;                                                               \
+    T1 = g_n / s;                                                               \
+    float dev = x[j] - vmean;          /* VarBackward0 */                       \
+    T2 = cv * dev;                                                              \
     T3 = gm                            /* MeanBackward1 */
         TERM_LOOPS(LN_TERMS)
 #undef LN_TERMS
@@ -309,7 +312,7 @@ static void ln_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
 static void ln_pass(void *ctx, Terms mode, float *dst) {
     LnBwd *b = ctx;
     b->mode = mode, b->dst = dst;
-    ac_parallel_for(b->rows, AC_GRAIN / (b->D + 1) + 1, ln_backward_task, b);
+    ac_parallel_for_max(b->rows, AC_GRAIN / (b->D + 1) + 1, b->chunks, ln_backward_task, b);
     b->have = true;
 }
 
@@ -321,21 +324,30 @@ static void ln_backward(Node *n, Tensor *gt) {
     int64_t D = x->shape[x->ndim - 1], rows = ac_rows(x);
     const float *G = ac_cdata(gt), *X = ac_cdata(ac_unpack(n, sv->x)), *st = sv->stats->data;
     bool need_w = ac_needs_grad(w), need_b = ac_needs_grad(sh);
-    if (need_w || need_b) { /* AddBackward0 sends shift's, then MulBackward0 scale's */
-        float zero = x->ndim == 1 ? -0.0f : 0.0f;
-        Tensor *gw = need_w ? ac_new(AC_FLOAT32, 1, &D) : NULL, *gb = need_b ? ac_new(AC_FLOAT32, 1, &D) : NULL;
-        for (int64_t j = 0; j < D; j++) {
-            if (gw) ((float *)gw->data)[j] = zero;
-            if (gb) ((float *)gb->data)[j] = zero;
+    if (need_w || need_b) { /* AddBackward0 sends shift's, then MulBackward0 scale's: each summed over
+                             * the rows as sum_to sums a broadcast gradient (ac_sum_rows: ATen's order);
+                             * a 1-d x's is not summed at all */
+        Tensor *gb = need_b ? ac_new_zeros(AC_FLOAT32, 1, &D) : NULL, *gw = NULL;
+        if (gb) {
+            if (x->ndim == 1) memcpy(gb->data, G, sizeof(float) * (size_t)D);
+            else ac_sum_rows(G, rows, D, gb->data);
+            ac_accum_new(sh, gb);
         }
-        LnParams p = {G, X, st, gw ? gw->data : NULL, gb ? gb->data : NULL, rows, D};
-        ac_parallel_for(D, AC_GRAIN / (rows + 1) + 16, ln_params_task, &p);
-        if (gb) ac_accum_new(sh, gb);
-        if (gw) ac_accum_new(w, gw);
+        if (need_w) {
+            gw = ac_new_zeros(AC_FLOAT32, 1, &D);
+            Tensor *gn = ac_new(AC_FLOAT32, 2, (int64_t[]){rows, D});
+            LnParams p = {G, X, st, gn->data, D};
+            ac_parallel_for(rows, AC_GRAIN / (D + 1) + 1, ln_gn_task, &p);
+            if (x->ndim == 1) memcpy(gw->data, gn->data, sizeof(float) * (size_t)D);
+            else ac_sum_rows(gn->data, rows, D, gw->data);
+            ac_accum_new(w, gw);
+        }
     }
     if (ac_needs_grad(x)) {
         Tensor *rs = ac_new(AC_FLOAT32, 1, (int64_t[]){2 * rows});
-        LnBwd b = {G, X, ac_cdata(ac_unpack(n, sv->w)), st, rs->data, false, rows, D,
+        int chunks = ac_parallel_chunks(rows, AC_GRAIN / (D + 1) + 1);
+        float *tmp = ac_arena_alloc(sizeof(float) * ac_size_mul(2 * (size_t)D, (size_t)chunks));
+        LnBwd b = {G, X, ac_cdata(ac_unpack(n, sv->w)), st, rs->data, tmp, chunks, false, rows, D,
                    (float)(2.0 / (double)D), (float)D, FIRST, NULL};
         send_terms(n, 0, x, gt, ln_pass, &b, (const float *[]){G, X}, 2);
     }

@@ -11,9 +11,10 @@ static int ceil_log2(int64_t x) {
     return r;
 }
 
-/* ATen's multi_row_sum for one row (SumKernel.cpp): four levels of partial sums,
- * each level folded into the next every 2^level_power elements. */
-float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
+/* ATen's sum kernel (SumKernel.cpp, cascade_sum), one output at a time. Its building block is
+ * multi_row_sum: four levels of partial sums, level 0 folded into the next every 2^power
+ * elements (power = max(4, ceil(log2 n) / 4)), the levels added at the end. */
+static float multi_row_sum(const float *x, int64_t n, int64_t stride) {
     const int levels = 4;
     int power = ceil_log2(n) / levels;
     if (power < 4) power = 4;
@@ -33,55 +34,28 @@ float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
     return acc[0];
 }
 
-/* ATen's row_sum (SumKernel.cpp) over n units of w floats (w = 1: floats; w = 8: its vectors, lane
- * by lane): the units as (n / 4, 4), multi_row_sum's four columns, the units left over added to the
- * first, then the columns added in order; the w sums into out. */
-static void row_sum(const float *x, int64_t n, int w, float *out) {
-    int64_t rows = n / 4;
-    int power = ceil_log2(rows) / 4;
-    if (power < 4) power = 4;
-    const int64_t step = (int64_t)1 << power, mask = step - 1;
-    float acc[4][4][8];
-    memset(acc, 0, sizeof acc);
-    int64_t i = 0;
-    while (i + step <= rows) {
-        for (int64_t j = 0; j < step; j++, i++)
-            for (int k = 0; k < 4; k++)
-                for (int q = 0; q < w; q++) acc[0][k][q] += x[(i * 4 + k) * w + q];
-        for (int l = 1; l < 4; l++) {
-            for (int k = 0; k < 4; k++)
-                for (int q = 0; q < w; q++) acc[l][k][q] += acc[l - 1][k][q], acc[l - 1][k][q] = 0.0f;
-            if ((i & (mask << (l * power))) != 0) break;
-        }
-    }
-    for (; i < rows; i++)
-        for (int k = 0; k < 4; k++)
-            for (int q = 0; q < w; q++) acc[0][k][q] += x[(i * 4 + k) * w + q];
-    for (int l = 1; l < 4; l++)
-        for (int k = 0; k < 4; k++)
-            for (int q = 0; q < w; q++) acc[0][k][q] += acc[l][k][q];
-    for (int64_t t = rows * 4; t < n; t++)
-        for (int q = 0; q < w; q++) acc[0][0][q] += x[t * w + q];
-    for (int k = 1; k < 4; k++)
-        for (int q = 0; q < w; q++) acc[0][0][q] += acc[0][k][q];
-    for (int q = 0; q < w; q++) out[q] = acc[0][0][q];
+/* row_sum: the n elements read as (n / 4, 4), four interleaved multi_row_sums (element i goes
+ * to partial i % 4), the n % 4 left over added to partial 0, then the partials in order. */
+float ac_ilp4_sum(const float *x, int64_t n, int64_t stride) {
+    int64_t q = n / 4;
+    float p[4];
+    for (int k = 0; k < 4; k++) p[k] = multi_row_sum(x + k * stride, q, 4 * stride);
+    for (int64_t i = 4 * q; i < n; i++) p[0] += x[i * stride];
+    return ((p[0] + p[1]) + p[2]) + p[3];
 }
 
-/* The sum of a contiguous row as ATen's cascade_sum reduces an inner (contiguous) dimension with its
- * 8-float vectors (ATEN_CPU_CAPABILITY=default, and AVX2): under 8 elements row_sum of the floats
- * (scalar_inner_sum); else row_sum of the n / 8 whole vectors, the leftover floats added in order,
- * then the 8 lanes in order (vectorized_inner_sum). */
-float ac_inner_sum(const float *x, int64_t n) {
-    float s, lanes[8];
-    if (n < 8) {
-        row_sum(x, n, 1, &s);
-        return s;
-    }
-    int64_t nv = n / 8;
-    row_sum(x, nv, 8, lanes);
-    s = 0.0f;
-    for (int64_t k = nv * 8; k < n; k++) s += x[k];
-    for (int l = 0; l < 8; l++) s += lanes[l];
+/* A sum over a row of n contiguous floats (a reduction over the last dim, or over everything):
+ * ATen's vectorized_inner_sum with 8-wide vectors (the default and AVX2 builds') from n >= 8:
+ * lane l sums elements l, l + 8, ... of the whole vectors by row_sum; the n % 8 left over are
+ * added from 0 in order, then the lanes 0..7. Below 8 (or strided), the scalar row_sum. */
+float ac_cascade_sum(const float *x, int64_t n, int64_t stride) {
+    if (stride != 1 || n < 8) return ac_ilp4_sum(x, n, stride);
+    int64_t v = n / 8;
+    float lane[8];
+    for (int l = 0; l < 8; l++) lane[l] = ac_ilp4_sum(x + l, v, 8);
+    float s = 0;
+    for (int64_t i = 8 * v; i < n; i++) s += x[i];
+    for (int l = 0; l < 8; l++) s += lane[l];
     return s;
 }
 
@@ -147,7 +121,17 @@ static Tensor *reduce_sum(Tensor *a, const Plan *p) {
     for (int d = 0; d < first; d++) suffix = suffix && !p->reduced[d];
     if (suffix) {
         int64_t inner = p->count, rows = n / inner;
-        for (int64_t r = 0; r < rows; r++) o[r] = ac_inner_sum(x + r * inner, inner);
+        for (int64_t r = 0; r < rows; r++) o[r] = ac_cascade_sum(x + r * inner, inner, 1);
+        return out;
+    }
+    /* Reduced dims forming a prefix: a sum over the leading dims, column by column. */
+    int last = 0;
+    while (last < a->ndim && p->reduced[last]) last++;
+    bool prefix = true;
+    for (int d = last; d < a->ndim; d++) prefix = prefix && !p->reduced[d];
+    if (prefix) {
+        int64_t rows = p->count;
+        ac_sum_rows(x, rows, n / rows, o);
         return out;
     }
     /* Otherwise add each element into its output slot, in row-major order. */
@@ -347,7 +331,12 @@ static Tensor *var_std(Tensor *a, int ndims, const int64_t *dims, bool unbiased,
     Node *nd = AC_NODE(std ? "StdBackward0" : "VarBackward0", var_backward, out, a);
     if (nd) {
         VarSaved *sv = AC_CTX(nd, VarSaved);
-        *sv = (VarSaved){.p = p, .unbiased = unbiased, .std = std, .mean = mean};
+        /* VarBackward0 subtracts self.mean(dim, keepdim=True): the mean op's float sum / n, not the
+         * forward's double mean rounded (the two differ in the last bit) */
+        Tensor *fmean = reduce_sum(a, &p);
+        float c = (float)p.count, *fm = fmean->data;
+        for (int64_t i = 0; i < nout; i++) fm[i] = fm[i] / c;
+        *sv = (VarSaved){.p = p, .unbiased = unbiased, .std = std, .mean = fmean};
         sv->x = ac_save(nd, a);
         sv->y = std ? ac_save(nd, s) : (ac_saved){0};
     }

@@ -97,6 +97,25 @@ static void forward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
     softmax_rows(r->x, r->out, o0, o1, r->size, r->inner, r->log, r->exact, r->tmp + chunk * (r->size ? r->size : 1));
 }
 
+/* sum of g[i] * y[i] as ATen's vec::map2_reduce_all with 8-wide vectors: lane l adds the
+ * (rounded) products l, l + 8, ...; then the lanes in order (the first n below 8) */
+static float lane8_dot(const float *g, const float *y, int64_t n) {
+    if (n < 8) {
+        float s = 0;
+        for (int64_t i = 0; i < n; i++) s += g[i] * y[i];
+        return s;
+    }
+    float lane[8];
+    for (int l = 0; l < 8; l++) lane[l] = g[l] * y[l];
+    int64_t d = 8;
+    for (; d + 8 <= n; d += 8)
+        for (int l = 0; l < 8; l++) lane[l] += g[d + l] * y[d + l];
+    for (int l = 0; d + l < n; l++) lane[l] += g[d + l] * y[d + l];
+    float s = lane[0];
+    for (int l = 1; l < 8; l++) s += lane[l];
+    return s;
+}
+
 static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
     const Rows *r = ctx;
     const float *g = r->g, *y = r->y;
@@ -106,7 +125,7 @@ static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
             const float *gr = g + o * size, *yr = y + o * size;
             float *out = r->out + o * size, s = 0;
             if (r->exact) {
-                for (int64_t i = 0; i < size; i++) s += gr[i] * yr[i]; /* in order: exact math's sum */
+                s = lane8_dot(gr, yr, size); /* ATen's map2_reduce_all: 8 lanes of products */
             } else { /* 16 running sums the compiler vectorizes: one add in flight no longer waits for the last */
                 float lane[16] = {0};
                 int64_t i = 0;
@@ -125,9 +144,13 @@ static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
             float s = 0;
             /* softmax:     dx = y * (g - sum(g * y))
              * log_softmax: dx = g - exp(y) * sum(g) */
-            for (int64_t i = 0; i < size; i++) {
-                int64_t k = base + i * inner;
-                s += r->log ? g[k] : g[k] * y[k];
+            if (inner == 1) { /* log_softmax over the last dim: ATen's reduce_all, 8 lanes */
+                s = ac_lane8_sum(g + base, size);
+            } else {
+                for (int64_t i = 0; i < size; i++) {
+                    int64_t k = base + i * inner;
+                    s += r->log ? g[k] : g[k] * y[k];
+                }
             }
             for (int64_t i = 0; i < size; i++) {
                 int64_t k = base + i * inner;
