@@ -640,6 +640,18 @@ static bool train_and_save(const Flags *a, nn_GPTModel *model, optim_Optimizer *
     return !a->save || save_stand(a, model, NULL, run);                           // if a.save: torch.save(model.state_dict(), a.save)
 }
 
+/* Every output path checked and the tokenizer read, before any work; NULL after a message */
+static Tokenizer *start_command(const Flags *a) {
+    const char *const flags[] = {"--log", "--save", "--plot", "--responses"};
+    const char *paths[] = {a->log, a->save, a->plot, a->responses};
+    for (int k = 0; k < 4; k++)
+        if (paths[k] && !cli_check_output("finetune", flags[k], paths[k])) return NULL;
+    char err[1024];
+    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    return tokenizer;
+}
+
 /* ---- finetune classify --------------------------------------------------------------------------------- */
 
 typedef struct { char dir[4200], paths[3][4300]; bool temporary; } Splits;
@@ -768,11 +780,8 @@ static int64_t classify_training(void *ctx) {
 
 static int cmd_classify(const Flags *a) {
     char err[1024];
-    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
-    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
-    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
-    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
-    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    Tokenizer *tokenizer = start_command(a);                                      // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return 1;
     Data d = {0};
     int rc = 1;
     nn_GPTModel *model = NULL;
@@ -1126,12 +1135,8 @@ static int64_t instruct_training(void *ctx) {
 
 static int cmd_instruct(const Flags *a) {
     char err[1024];
-    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
-    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
-    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
-    if (a->responses && !cli_check_output("finetune", "--responses", a->responses)) return 1;
-    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
-    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    Tokenizer *tokenizer = start_command(a);                                      // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return 1;
     int rc = 1;
     JsonValue *data = NULL, *test_json = NULL;
     InstructionDataset *train_ds = NULL, *val_ds = NULL;
@@ -1516,12 +1521,8 @@ static int cmd_dpo(const Flags *a) {
         return fail("--beta %s: beta must be greater than 0 (the notebook takes 0.1 to 0.5; as beta goes to 0 the "
                     "reference model is ignored)%s", ac_pyfloat(a->beta, b), "");
     }
-    if (a->log && !cli_check_output("finetune", "--log", a->log)) return 1;
-    if (a->save && !cli_check_output("finetune", "--save", a->save)) return 1;
-    if (a->plot && !cli_check_output("finetune", "--plot", a->plot)) return 1;
-    if (a->responses && !cli_check_output("finetune", "--responses", a->responses)) return 1;
-    Tokenizer *tokenizer = tokenizer_load(a->tokenizer, err, sizeof err);        // tokenizer = GPT2Tokenizer(a.tokenizer)
-    if (!tokenizer) return fail("--tokenizer %s (give GPT-2's encoder.json and vocab.bpe with --tokenizer DIR)", err, "");
+    Tokenizer *tokenizer = start_command(a);                                      // tokenizer = GPT2Tokenizer(a.tokenizer)
+    if (!tokenizer) return 1;
     int rc = 1;
     JsonValue *data = NULL, *test_json = NULL;
     PreferenceDataset *train_ds = NULL, *val_ds = NULL;
