@@ -114,7 +114,7 @@ $(B)/gen/finetune_sources.h: examples/finetune.c nn/gpt/classifier.c nn/lora.c n
 	  $(B)/embed_source finetune_preference_source nn/text/preference.c && \
 	  $(B)/embed_source finetune_dpo_source nn/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
-$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)/appendix_a $(B)/finetune
+$(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 
 SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer
