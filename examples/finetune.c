@@ -486,6 +486,20 @@ static bool resume_weights(const Flags *a, nn_GPTModel *model, optim_Optimizer *
     return ok;
 }
 
+/* The final items' answers (instruct's, dpo's): room for n_items, a --resume's done ones kept in
+ * place (one it has more of than this run asks for is let go); returns the first item to do */
+static int64_t answers_start(Run *run, int64_t n_items) {
+    int64_t first = run->at.done > 0 ? run->at.done : 0;
+    char **answers = ac_malloc(sizeof(char *) * (size_t)(n_items > 0 ? n_items : 1));
+    for (int64_t k = 0; k < first; k++)
+        if (k < n_items) answers[k] = run->at.answers[k];
+        else free(run->at.answers[k]);
+    free(run->at.answers);
+    run->at.answers = answers, run->at.done = first < n_items ? first : n_items;
+    longrun_unit("finetune", "answer");
+    return run->at.done;
+}
+
 /* A stop asked for by a signal: the save, the one stderr line; the exit status */
 static int stop_run(const Flags *a, nn_GPTModel *model, optim_Optimizer *opt, const Run *run, const char *after) {
     bool saved = a->save && save_stand(a, model, opt, run);
@@ -1222,16 +1236,9 @@ static int cmd_instruct(const Flags *a) {
     torch_manual_seed((uint64_t)a->seed);                                         // torch.manual_seed(a.seed)
     test_json = instruct_list_json(sp.test);
     int64_t n_answers = a->responses ? sp.test.n : sp.test.n < 3 ? sp.test.n : 3;
-    int64_t first = run.at.done > 0 ? run.at.done : 0;                            /* (C: a resumed run's answers done) */
-    if (first > n_answers) first = n_answers;
-    char **answers = ac_malloc(sizeof(char *) * (size_t)(n_answers > first ? n_answers : first) + 1);
-    for (int64_t i = 0; i < first; i++) {
-        answers[i] = run.at.answers[i];
-        json_set_string(json_at(test_json, (size_t)i), "model_response", answers[i], strlen(answers[i]));
-    }
-    free(run.at.answers);
-    run.at.answers = answers, run.at.done = first;
-    longrun_unit("finetune", "answer");
+    int64_t first = answers_start(&run, n_answers);                               /* (C: a resumed run's answers done) */
+    for (int64_t i = 0; i < first; i++)
+        json_set_string(json_at(test_json, (size_t)i), "model_response", run.at.answers[i], strlen(run.at.answers[i]));
     longrun_live live;
     longrun_live_start(&live, first);
     int64_t tokens0 = tokens_generated;
@@ -1630,16 +1637,9 @@ static int cmd_dpo(const Flags *a) {
     test_json = instruct_list_json(sp.test);
     /* (C: the final items: the three printed pairs, then each --responses answer; a stop may come between two) */
     int64_t n_shown = sp.test.n < 3 ? sp.test.n : 3, n_items = n_shown + (a->responses ? sp.test.n : 0);
-    int64_t first = run.at.done > 0 ? run.at.done : 0;
-    if (first > n_items) first = n_items;
-    char **answers = ac_malloc(sizeof(char *) * (size_t)(n_items > first ? n_items : first) + 1);
-    for (int64_t k = 0; k < first; k++) {
-        answers[k] = run.at.answers[k];
-        if (k >= n_shown) json_set_string(json_at(test_json, (size_t)(k - n_shown)), "model_response", answers[k], strlen(answers[k]));
-    }
-    free(run.at.answers);
-    run.at.answers = answers, run.at.done = first;
-    longrun_unit("finetune", "answer");
+    int64_t first = answers_start(&run, n_items);
+    for (int64_t k = n_shown; k < first; k++)
+        json_set_string(json_at(test_json, (size_t)(k - n_shown)), "model_response", run.at.answers[k], strlen(run.at.answers[k]));
     longrun_live live;
     longrun_live_start(&live, first);
     int64_t tokens0 = tokens_generated;
