@@ -9,7 +9,8 @@
  *     finetune: stopped by signal 2 after step 145; saved to run.safetensors
  *
  * and exits 128 + the signal (130, 143, 129), as a shell reports a process that a signal ended. A
- * second signal exits at once; a save it interrupts leaves no file behind (its FILE.tmp is removed,
+ * second signal exits at once (a second Ctrl-C, or another kill; not timeout(1)'s second copy of its
+ * one signal, see longrun_repeat); a save it interrupts leaves no file behind (its FILE.tmp is removed,
  * FILE is as it was). --resume FILE (--load for train and gpt) goes on from such a file and prints
  * the lines that the uninterrupted run would have printed after the first run's last one.
  *
@@ -27,6 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -43,13 +45,33 @@ static char longrun_tmp[4200];                 /* FILE.tmp of the save under way
 static char longrun_msg[200];                  /* what the first signal writes (a handler may only write(2)) */
 static volatile sig_atomic_t longrun_msg_len;
 
-static void longrun_on_signal(int sig) {
+static volatile sig_atomic_t longrun_first_pid; /* who sent the first (0: the terminal, the kernel) */
+static struct timespec longrun_first_at;
+
+/* timeout(1) sends its signal to the program and then to the program's process group, so one request
+ * arrives twice within microseconds: the same signal from the same process within a second is that
+ * one request again. Ctrl-C comes from the terminal (no sending process), once a key press. */
+static bool longrun_repeat(int sig, const siginfo_t *info, const struct timespec *now) {
+    if (sig != longrun_signal || !info || info->si_code != SI_USER || info->si_pid == 0 ||
+        (sig_atomic_t)info->si_pid != longrun_first_pid)
+        return false;
+    double dt = (double)(now->tv_sec - longrun_first_at.tv_sec) + 1e-9 * (double)(now->tv_nsec - longrun_first_at.tv_nsec);
+    return dt < 1.0;
+}
+
+static void longrun_on_signal(int sig, siginfo_t *info, void *context) {
+    (void)context;
+    struct timespec now = {0, 0};
+    clock_gettime(CLOCK_MONOTONIC, &now); /* async-signal-safe (POSIX.1-2008) */
     if (!longrun_signal) {
         ssize_t w = write(2, longrun_msg, (size_t)longrun_msg_len);
         (void)w;
+        longrun_first_pid = info && info->si_code == SI_USER ? (sig_atomic_t)info->si_pid : 0;
+        longrun_first_at = now;
         longrun_signal = sig;
         return;
     }
+    if (longrun_repeat(sig, info, &now)) return;
     if (longrun_saving) unlink(longrun_tmp); /* no half-written file: FILE itself is untouched until the rename */
     _exit(128 + sig);
 }
@@ -66,8 +88,8 @@ static void longrun_catch_signals(const char *prog) {
     longrun_unit(prog, "step");
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
-    sa.sa_handler = longrun_on_signal;
-    sa.sa_flags = SA_RESTART; /* a read or write under way goes on; the loop looks at the flag */
+    sa.sa_sigaction = longrun_on_signal;
+    sa.sa_flags = SA_RESTART | SA_SIGINFO; /* a read or write under way goes on; the loop looks at the flag */
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);

@@ -269,13 +269,20 @@ END_TEST
 START_TEST(test_cpu_capability) {
     static const struct { const char *cap, *kernel; } runs[] = {
         {"default", "portable kernel"}, {"avx2", "avx2+fma kernel"}, {"avx512", "avx512 kernel"}, {"bogus", NULL}};
-    char cmd[1024], *want_exact = NULL, own[64];
-    snprintf(own, sizeof own, "%s kernel", ac_gemm_kernel_name());
+    char cmd[1024], *want_exact = NULL, own[64], *out = NULL;
+    /* the CPU's own kernel as a child sees it: under valgrind this process sees no AVX-512, its
+     * children (run natively) do */
+    snprintf(cmd, sizeof cmd, "env -u AC_CPU_CAPABILITY %s/bench --threads 1 article 2>&1", build_dir());
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    const char *k = strstr(out, "(fast math, ");
+    ck_assert_msg(k && strstr(k, " kernel)"), "bench said %s", out);
+    k += strlen("(fast math, ");
+    snprintf(own, sizeof own, "%.*s", (int)(strstr(k, ")") - k), k);
+    free(out);
     for (size_t r = 0; r < sizeof runs / sizeof *runs; r++) {
         const char *kernel = runs[r].kernel ? runs[r].kernel : own;
-        if (strcmp(runs[r].cap, "avx2") == 0 && !ac_have_avx2()) kernel = own;
+        if (strcmp(runs[r].cap, "avx2") == 0 && strcmp(own, "portable kernel") == 0) kernel = own;
         if (strcmp(runs[r].cap, "avx512") == 0) kernel = own; /* asking for more gives what the CPU has */
-        char *out = NULL;
         snprintf(cmd, sizeof cmd, "AC_CPU_CAPABILITY=%s %s/bench --threads 1 article 2>&1", runs[r].cap, build_dir());
         ck_assert_int_eq(run_command(cmd, &out), 0);
         ck_assert_msg(strstr(out, kernel), "AC_CPU_CAPABILITY=%s: want the %s, bench said %s", runs[r].cap, kernel, out);

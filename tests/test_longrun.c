@@ -264,14 +264,18 @@ START_TEST(test_stop_leaves_a_loadable_file) {
 }
 END_TEST
 
-/* A real Ctrl-C from outside, during training: one line, a loadable file, exit 130; two in a row
- * exit at once and leave no FILE.tmp behind */
+/* Real signals from outside, during training. One SIGINT: one line, a loadable file, exit 130. The
+ * same SIGINT twice at once from one process, as timeout(1) sends it (to the program, then to its
+ * process group): still one request, saved. A second SIGINT from another process once the first is
+ * acknowledged: exit 130 at once, with no FILE.tmp left behind. */
 START_TEST(test_real_signals) {
     char *dir = temp_dir(), cmd[4096], out1[700], errp[700];
     snprintf(out1, sizeof out1, "%s/out.txt", dir);
     snprintf(errp, sizeof errp, "%s/err.txt", dir);
-    for (int twice = 0; twice < 2; twice++) {
+    enum { ONCE, TWICE_AT_ONCE, AGAIN_LATER };
+    for (int mode = ONCE; mode <= AGAIN_LATER; mode++) {
         unlink(out1); /* (the first run's lines must not start the second's signals) */
+        unlink(errp);
         snprintf(cmd, sizeof cmd, "exec %s/finetune classify --epochs 100000 --eval-freq 5 --tokenizer %s --save %s/s.safetensors "
                  "> %s 2> %s", build_dir(), shared_path("data/gpt2"), dir, out1, errp);
         pid_t pid = fork();
@@ -284,12 +288,24 @@ START_TEST(test_real_signals) {
             char *text = file_or_empty(out1);
             if (strstr(text, "Ep 2 ")) {
                 sent = kill(pid, SIGINT) == 0;
-                if (twice) sent = kill(pid, SIGINT) == 0 && sent;
+                if (mode == TWICE_AT_ONCE) sent = kill(pid, SIGINT) == 0 && sent;
             }
             free(text);
             if (!sent) usleep(10000);
         }
         ck_assert_msg(sent, "the run never reached its second epoch");
+        if (mode == AGAIN_LATER) {
+            bool acknowledged = false;
+            for (int tries = 0; tries < 10000 && !acknowledged; tries++) { /* up to 10 s */
+                char *err = file_or_empty(errp);
+                acknowledged = strstr(err, "stopping after this") != NULL;
+                free(err);
+                if (!acknowledged) usleep(1000);
+            }
+            ck_assert_msg(acknowledged, "the first SIGINT was not acknowledged on stderr");
+            snprintf(cmd, sizeof cmd, "kill -INT %d 2>/dev/null", (int)pid); /* another process: a second request */
+            ck_assert_int_eq(system(cmd) == -1, 0);
+        }
         int st;
         ck_assert_int_eq(waitpid(pid, &st, 0), pid);
         ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 130, "exit status %d, want 130", WEXITSTATUS(st));
@@ -298,7 +314,7 @@ START_TEST(test_real_signals) {
         struct stat sb;
         ck_assert_msg(stat(tmp, &sb) != 0, "%s was left behind", tmp);
         char *err = read_text(errp);
-        if (!twice) {
+        if (mode != AGAIN_LATER) {
             ck_assert_msg(strstr(err, "finetune: stopped by signal 2 after step ") && strstr(err, "; saved to "), "%s", err);
             char path[700], e[512];
             snprintf(path, sizeof path, "%s/s.safetensors", dir);
