@@ -20,7 +20,11 @@
  *   llm-generate  greedy tokens of a random Qwen3 of Qwen3-0.6B's shape (tied, 28 layers, emb 1024) with
  *               the KV cache, against the memory limit: the weight bytes a token reads (every weight
  *               once, float32 in memory as the model holds them; also what BF16 would read) over the
- *               read bandwidth that `floor` measures at this thread count (no PyTorch counterpart yet)
+ *               read bandwidth that `floor` measures at this thread count (PyTorch's: the book's KV-cache
+ *               loop in tests/tools/llm_bench.py, float32 and BF16)
+ *   llm-train   one AdamW step of a Qwen3 of GPT-2 small's size (emb 768, 12 layers, 12 heads, 4 kv groups,
+ *               hidden 2048, GPT-2's vocab, its own head) on 2 x 256 tokens (ms/step, peak RSS; PyTorch's
+ *               in tests/tools/llm_bench.py)
  *   floor       the machine's floor under gpt-124m's step (no PyTorch counterpart): this CPU's FMA peak
  *               (12 independent chains of the widest FMAs, on each thread), its read bandwidth (sums of a
  *               512 MiB array), and the step's FLOPs at that peak plus AdamW's traffic at that bandwidth
@@ -660,6 +664,44 @@ static void llm_generate_workload(void) {
     ac_shutdown();
 }
 
+/* ---- llm-train: one AdamW step of a Qwen3 of GPT-2 small's size -------------------------------------- */
+
+typedef struct { nn_LLMModel *model; optim_Optimizer *opt; Tensor *x, *y; } LlmCtx;
+
+static void llm_step(void *p) {
+    LlmCtx *c = p;
+    ac_mark m = ac_arena_mark();
+    optim_zero_grad(c->opt);                                           /* opt.zero_grad() */
+    torch_backward(llm_calc_loss_batch(c->x, c->y, c->model), NULL);   /* calc_loss_batch(x, y, model).backward() */
+    optim_step(c->opt);                                                /* opt.step() */
+    ac_arena_release(m);
+}
+
+static void llm_train_workload(void) {
+    nn_LLMConfig cfg = {.llama = false, .vocab_size = 50257, .context_length = 256, .emb_dim = 768, .n_heads = 12,
+                        .n_layers = 12, .hidden_dim = 2048, .head_dim = 64, .qk_norm = true, .n_kv_groups = 4,
+                        .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = false, .eos_token_id = -1};
+    torch_manual_seed(123);
+    LlmCtx c;
+    c.model = nn_LLMModel_new(cfg);                                    /* model = Qwen3Model(cfg); model.train() */
+    c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 4e-4, 0.9, 0.999, 1e-8, 0.1, false);
+    torch_manual_seed(0);
+    ac_mark m = ac_arena_mark();
+    Tensor *data = torch_randint(0, 50257, SHAPE(2, 257));             /* data = torch.randint(0, 50257, (2, 257)) */
+    c.x = ac_persist(torch_slice(data, 1, 0, 256));                    /* x, y = data[:, :-1], data[:, 1:] */
+    c.y = ac_persist(torch_slice(data, 1, 1, 257));
+    ac_arena_release(m);
+    double s = timed(llm_step, &c, 1, 1, 3);                           /* timed(step, 1, 1, repeat=3) */
+    char f[96];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
+    print_line("llm-train", f);
+    ac_free(c.x);
+    ac_free(c.y);
+    optim_free(c.opt);
+    nn_LLMModel_free(c.model);
+    ac_shutdown();
+}
+
 static void floor_probe(void) {
     int threads = torch_get_num_threads();
     ProbeJob jobs[256] = {{0}};
@@ -712,6 +754,9 @@ static void usage(FILE *f) {
                "  llm-generate  24 greedy tokens of a random Qwen3 of Qwen3-0.6B's shape, KV cache (not in workloads.py):\n"
                "                tokens/s against the memory limit, the weight bytes a token reads (float32, as held;\n"
                "                and BF16's) over the read bandwidth at this thread count, as `floor` measures it\n"
+               "  llm-train     one AdamW step of a Qwen3 of GPT-2 small's size (emb 768, 12 layers, 12 heads, 4 kv\n"
+               "                groups, hidden 2048, GPT-2's vocab, its own head) on 2 x 256 tokens (ms/step, peak RSS;\n"
+               "                not in workloads.py: tests/tools/llm_bench.py)\n"
                "  floor         the machine's floor under gpt-124m's step (not in workloads.py): the FMA peak (12\n"
                "                chains of the widest FMAs a thread), the read bandwidth (a 512 MiB array), and the\n"
                "                step's FLOPs at that peak plus AdamW's bytes at that bandwidth (ms)\n"
@@ -763,6 +808,7 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "gpt-dpo") == 0) gpt_dpo();
         else if (strcmp(w, "floor") == 0) floor_probe();
         else if (strcmp(w, "llm-generate") == 0) llm_generate_workload();
+        else if (strcmp(w, "llm-train") == 0) llm_train_workload();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);
             train("long-context", 65, 4096, 1, 128, 4, 2, false);
