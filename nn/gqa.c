@@ -25,7 +25,7 @@ nn_GroupedQueryAttention *nn_GroupedQueryAttention_new(int64_t d_in, int64_t num
     a->head_dim = head_dim;
     a->d_out = num_heads * head_dim;                                              //     self.d_out = num_heads * head_dim
     nn_Module *m = &a->module;
-    if (llama_order) { /* Llama 3's class makes W_key and W_value first */
+    if (llama_order) { /* (C: Llama 3's class makes W_key and W_value first) */
         a->W_key = (nn_Linear *)nn_register_module(m, "W_key", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module);
         a->W_value = (nn_Linear *)nn_register_module(m, "W_value", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module);
         a->W_query = (nn_Linear *)nn_register_module(m, "W_query", &nn_Linear_new(d_in, a->d_out, false)->module);

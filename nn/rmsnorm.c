@@ -29,15 +29,15 @@ static char *torch_rmsnorm_repr(nn_Module *m) {
     return nn_repr_printf("(%lld,), eps=%s, elementwise_affine=True", (long long)n->emb_dim, eps);
 }
 
-static nn_RMSNorm *rmsnorm_new(int64_t emb_dim, double eps, bool torch_style) {
+static nn_RMSNorm *rmsnorm_new(int64_t emb_dim, double eps, bool torch_style) { // class RMSNorm(nn.Module): def __init__(self, emb_dim, eps=1e-6):
     if (emb_dim < 1) ac_error("RMSNorm: emb_dim must be >= 1, got %lld", (long long)emb_dim);
     nn_RMSNorm *n = nn_module_new(sizeof *n, "RMSNorm", rmsnorm_fwd);
     n->emb_dim = emb_dim;
-    n->eps = eps;
+    n->eps = eps;                                                                //     self.eps = eps
     n->torch_style = torch_style;
-    if (torch_style) n->module.extra_repr = torch_rmsnorm_repr;
+    if (torch_style) n->module.extra_repr = torch_rmsnorm_repr;                 /* (C: Llama 3's nn.RMSNorm prints as PyTorch's) */
     ac_mark mk = ac_arena_mark();
-    n->scale = nn_register_parameter(&n->module, torch_style ? "weight" : "scale", torch_ones(SHAPE(emb_dim)));
+    n->scale = nn_register_parameter(&n->module, torch_style ? "weight" : "scale", torch_ones(SHAPE(emb_dim))); //     self.scale = nn.Parameter(torch.ones(emb_dim)) (C: nn.RMSNorm's "weight")
     ac_arena_release(mk);
     return n;
 }

@@ -12,7 +12,7 @@
 
 void nn_compute_rope_params(int64_t head_dim, double theta_base, int64_t context_length, // def compute_rope_params(head_dim, theta_base=10_000,
                             const nn_RopeFreqConfig *fc, Tensor **cos_out, Tensor **sin_out) { // context_length=4096, freq_config=None):
-    if (head_dim < 2 || head_dim % 2 != 0)
+    if (head_dim < 2 || head_dim % 2 != 0)                                        //     assert head_dim % 2 == 0, "Embedding dimension must be even"
         ac_error("compute_rope_params: Embedding dimension must be even (head_dim %lld)", (long long)head_dim);
     if (context_length < 1) ac_error("compute_rope_params: context_length must be >= 1, got %lld", (long long)context_length);
     int64_t half = head_dim / 2;
@@ -53,7 +53,7 @@ Tensor *nn_apply_rope(Tensor *x, Tensor *cos, Tensor *sin, int64_t offset) {    
     ac_check_defined(x, "apply_rope");
     if (x->ndim != 4) ac_error("apply_rope: expected x of shape (batch_size, num_heads, seq_len, head_dim), got %s", ac_shape_str(x));
     int64_t seq_len = x->shape[2], head_dim = x->shape[3];                        //     batch_size, num_heads, seq_len, head_dim = x.shape
-    if (head_dim % 2 != 0) ac_error("apply_rope: Head dimension must be even (got %lld)", (long long)head_dim);
+    if (head_dim % 2 != 0) ac_error("apply_rope: Head dimension must be even (got %lld)", (long long)head_dim); // assert head_dim % 2 == 0, "Head dimension must be even"
     if (cos->ndim != 2 || cos->shape[1] != head_dim || offset < 0 || offset + seq_len > cos->shape[0])
         ac_error("apply_rope: positions %lld..%lld and head_dim %lld do not fit cos of shape %s", (long long)offset,
                  (long long)(offset + seq_len - 1), (long long)head_dim, ac_shape_str(cos));

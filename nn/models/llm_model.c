@@ -222,7 +222,7 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
         ac_mark mk = ac_arena_mark();
         int64_t start = s.n > context_size ? s.n - context_size : 0;              //             idx[:, -context_size:]
         Tensor *logits;
-        if (kv) {                                                                 /* the prompt once, then the new token; once the window slides, again */
+        if (kv) {                                                                 /* (C: the prompt once, then the new token; once the window slides, again) */
             if (start != window0) llm_KVCache_reset(kv), window0 = start;
             int64_t from = start + kv->len;
             logits = nn_LLMModel_forward_cached(model, torch_tensor_long(s.ids + from, 2, (int64_t[]){1, s.n - from}), kv);
