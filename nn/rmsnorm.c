@@ -50,6 +50,6 @@ Tensor *nn_RMSNorm_forward(nn_RMSNorm *self, Tensor *x) {                      /
     if (x->ndim < 1 || x->shape[x->ndim - 1] != self->emb_dim)
         ac_error("RMSNorm: expected input with last dimension %lld, got %s", (long long)self->emb_dim, ac_shape_str(x));
     Tensor *variance = torch_mean_dim(torch_pow(x, 2.0), 1, (int64_t[]){-1}, true); //     variance = x.pow(2).mean(dim=-1, keepdim=True)
-    Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); // norm_x = x * torch.rsqrt(variance + self.eps)
+    Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); //     norm_x = x * torch.rsqrt(variance + self.eps)
     return torch_mul(norm_x, self->scale);                                       //     norm_x = norm_x * self.scale
 }
