@@ -94,7 +94,7 @@ void ac_page_output(FILE *f, const char *text, size_t len);
 void ac_page_figures(FILE *f, int n, const char *const *svgs, const char *const *captions);
 void ac_page_section_end(FILE *f);
 void ac_page_end(FILE *f, const char *footer_html);
-/* A program's reader's page of its own run (article, appendix_a and gpt train with --html): the
+/* A program's reader's page of its own run (article, appendix_a, gpt, finetune and llm with --html): the
  * path checked first; run(ctx) with stdout captured, so that each section knows where its output
  * starts; the output printed as usual; then, if run returned 0, write_page(page, output, length)
  * into html_path (the output NUL-terminated). run's status, or 1 after a message naming program
