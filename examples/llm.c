@@ -361,7 +361,7 @@ static int cmd_generate(const Flags *a) {
         nn_LLMModel_free(model);
         return 0;
     }
-    Tensor *idx = prompt_ids ? prompt_tensor((const int64_t *)prompt_ids->data, prompt_ids->shape[0], &model->cfg, "--prompt")
+    Tensor *idx = prompt_ids ? prompt_tensor((const int64_t *)prompt_ids->data, prompt_ids->shape[0], &model->cfg, "--prompt") /* idx = torch.tensor([ids]) */
                              : parse_ids(a->ids, &model->cfg);
     int rc = 1;
     if (!idx) goto out;
@@ -370,13 +370,13 @@ static int cmd_generate(const Flags *a) {
         goto out;
     }
     int64_t stops[16];
-    int n_stop = stop_ids(model, tok, a->chat, stops);
+    int n_stop = stop_ids(model, tok, a->chat, stops);                           /* eos = cfg["eos_token_id"] (and the tokenizer's end of text) */
     longrun_catch_signals("llm");
     longrun_unit("llm", "token");
     int64_t n0 = idx->shape[1];
     Stream s = {a->print_ids ? NULL : tok, NULL, 0, 0, tok ? text_tokenizer_n_vocab(tok) : 0, 0, longrun_live_wanted(),
                 cli_now_seconds(), 0};
-    if (s.tok) { /* the text: "Output text: " and the prompt's (gpt generate's line), or with --chat the answer alone */
+    if (s.tok) { /* (C: the text: "Output text: " and the prompt's (gpt generate's line), or with --chat the answer alone) */
         s.cap = n0 + 16;
         s.ids = ac_malloc(sizeof(int64_t) * (size_t)s.cap);
         if (!a->chat)
@@ -386,11 +386,11 @@ static int cmd_generate(const Flags *a) {
         stream_print(&s, false);
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    Tensor *out = llm_generate_ex(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* generate(model, idx, n, ctx, */
-                                  a->top_k, stops, n_stop, !a->no_kv_cache, on_token, &s); /* temperature, top_k, eos_id) */
+    Tensor *out = llm_generate_ex(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* out = generate(model, idx, a.max_new_tokens, cfg["context_length"], a.temperature, */
+                                  a->top_k, stops, n_stop, !a->no_kv_cache, on_token, &s); /*     a.top_k, eos, use_cache=not a.no_kv_cache) */
     if (s.live) fputs("\r\033[K", stderr);
-    if (s.tok) {
-        stream_print(&s, true);
+    if (s.tok) {                                                                  /* if a.text and not a.print_ids: */
+        stream_print(&s, true);                                                   /*     print("Output text: " + decode(out[0].tolist())) (C: as it came) */
         putchar('\n');
     } else {
         const int64_t *d = (const int64_t *)out->data;                            /* print(" ".join(str(i) for i in out[0].tolist())) */
