@@ -114,6 +114,16 @@ $(B)/gen/finetune_sources.h: examples/finetune.c nn/gpt/classifier.c nn/lora.c n
 	  $(B)/embed_source finetune_preference_source nn/text/preference.c && \
 	  $(B)/embed_source finetune_dpo_source nn/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
+$(B)/llm: $(B)/gen/llm_sources.h
+$(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/rmsnorm.c nn/rope.c nn/swiglu.c nn/gqa.c $(B)/embed_source
+	@mkdir -p $(dir $@)
+	{ $(B)/embed_source llm_example_source examples/llm.c && \
+	  $(B)/embed_source llm_model_source nn/models/llm_model.c && \
+	  $(B)/embed_source llm_rmsnorm_source nn/rmsnorm.c && \
+	  $(B)/embed_source llm_rope_source nn/rope.c && \
+	  $(B)/embed_source llm_swiglu_source nn/swiglu.c && \
+	  $(B)/embed_source llm_gqa_source nn/gqa.c; } > $@.tmp && mv $@.tmp $@
+
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)
 

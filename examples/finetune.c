@@ -1705,44 +1705,10 @@ out:
 
 /* ---- the reader's page (--html) ---------------------------------------------------------------------- */
 
-/* The rows of functions of a source text, one table */
-static void code_table(FILE *f, const char *caption, const char *src, const char *src_name, const char *names) {
-    ac_rows r = {0};
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", names);
-    for (char *nm = strtok(buf, " "); nm; nm = strtok(NULL, " "))
-        if (!ac_rows_function(src, nm, &r)) ac_error("--html: %s not found in %s", nm, src_name);
-    char head[128];
-    snprintf(head, sizeof head, "C (%s)", src_name);
-    ac_page_code(f, caption, "Python (the book, as finetune.py)", head, r.n, r.rows);
-    ac_code_rows_free(r.n, r.rows);
-}
-
-/* where `mark` starts a line of out (from `from` on), or `dflt` */
-static const char *line_at(const char *from, const char *end, const char *mark, const char *dflt) {
-    size_t n = strlen(mark);
-    for (const char *p = from; p < end; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : end)
-        if ((size_t)(end - p) >= n && !memcmp(p, mark, n)) return p;
-    return dflt;
-}
-
-typedef struct { const char *id, *title, *src, *src_name, *functions, *caption; } Section;
-
-static void write_sections(FILE *f, const Section *s, int n, const char *const *cuts, const char *figure_caption, int figure_at) {
-    const char *ids[8] = {0}, *titles[8] = {0};
-    int k = 0;
-    for (int i = 0; i < n; i++) /* an entry with its predecessor's id adds a table to that section */
-        if (!i || strcmp(s[i].id, s[i - 1].id)) ids[k] = s[i].id, titles[k++] = s[i].title;
-    ac_page_toc(f, k, ids, titles);
-    for (int i = 0; i < n; i++) {
-        if (!i || strcmp(s[i].id, s[i - 1].id)) ac_page_section_begin(f, s[i].id, s[i].title);
-        code_table(f, s[i].caption, s[i].src, s[i].src_name, s[i].functions);
-        if (i + 1 < n && !strcmp(s[i + 1].id, s[i].id)) continue;
-        ac_page_output(f, cuts[i], (size_t)(cuts[i + 1] - cuts[i]));
-        const char *figs[1] = {page_svg}, *caps[1] = {figure_caption};
-        ac_page_figures(f, i == figure_at && page_svg ? 1 : 0, figs, caps);
-        ac_page_section_end(f);
-    }
+/* The page's tables and the run's output in its sections, the figure after entry figure_at's table */
+static void write_sections(FILE *f, const ac_page_table *s, int n, const char *const *cuts, const char *figure_caption,
+                           int figure_at) {
+    ac_page_tables(f, "Python (the book, as finetune.py)", n, s, cuts, figure_at, page_svg, figure_caption);
 }
 
 static bool page_lora;
@@ -1754,18 +1720,18 @@ static void write_classify_page(FILE *f, const char *out, size_t len) {
                   "LoRA, as <code>../shared/pytorch/finetune.py</code> writes them: the Python on the left, <b>attention.c</b> "
                   "on the right, row for row (each C line carries the Python it does), and what this run printed and drew. "
                   "Made by <code>./build/finetune classify --html FILE</code>; no script, no network.</p>");
-    const char *model_at = line_at(out, end, "Total trainable", end);
-    const char *eval_at = line_at(model_at, end, "Training accuracy: ", end);
-    const char *train_at = line_at(eval_at, end, "Ep ", end);
+    const char *model_at = ac_page_line_at(out, end, "Total trainable", end);
+    const char *eval_at = ac_page_line_at(model_at, end, "Training accuracy: ", end);
+    const char *train_at = ac_page_line_at(eval_at, end, "Ep ", end);
     const char *use_at = end; /* the last accuracy line without a " | " */
-    for (const char *p = train_at; (p = line_at(p, end, "Training accuracy: ", NULL)); p++) {
+    for (const char *p = train_at; (p = ac_page_line_at(p, end, "Training accuracy: ", NULL)); p++) {
         const char *nl = memchr(p, '\n', (size_t)(end - p));
         if (!memchr(p, '|', (size_t)((nl ? nl : end) - p))) use_at = p;
         if (!nl) break;
         p = nl;
     }
     const char *cuts[] = {out, model_at, model_at, eval_at, train_at, use_at, end};
-    Section s[] = {
+    ac_page_table s[] = {
         {"data", "The data: pandas' TSV, a balanced set, three splits, the loaders", finetune_example_source,
          "examples/finetune.c", "load_data", NULL},
         {"model", "A new head; the rest frozen (chapter 6) or LoRA on every Linear (appendix E)", finetune_example_source,
@@ -1791,11 +1757,11 @@ static void write_instruct_page(FILE *f, const char *out, size_t len) {
                   "<code>../shared/pytorch/finetune.py</code> writes it: the Python on the left, <b>attention.c</b> on the "
                   "right, and what this run printed and drew. Made by <code>./build/finetune instruct --html FILE</code>; "
                   "no script, no network.</p>");
-    const char *train_at = line_at(out, end, "Training loss: ", end);
-    const char *answers_at = line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
-                                                    "appropriately completes the request.\n", end);
+    const char *train_at = ac_page_line_at(out, end, "Training loss: ", end);
+    const char *answers_at = ac_page_line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
+                                                            "appropriately completes the request.\n", end);
     const char *cuts[] = {out, out, train_at, train_at, answers_at, answers_at, end};
-    Section s[] = {
+    ac_page_table s[] = {
         {"data", "The data: the Alpaca prompt, padding and -100 targets, the loaders", finetune_instruct_source,
          "nn/text/instruct.c", "format_input_len custom_collate_fn", NULL},
         {"train", "Finetuning: chapter 5's loop on the instruction batches", finetune_example_source, "examples/finetune.c",
@@ -1815,12 +1781,12 @@ static void write_dpo_page(FILE *f, const char *out, size_t len) {
                   "(<code>ch07/04_preference-tuning-with-dpo</code>) as <code>tests/tools/dpo.py</code> runs it: the Python on "
                   "the left, <b>attention.c</b> on the right, and what this run printed and drew. Made by "
                   "<code>./build/finetune dpo --html FILE</code>; no script, no network.</p>");
-    const char *loss_at = line_at(out, end, "Training loss: ", end);
-    const char *train_at = line_at(loss_at, end, "Ep ", end);
-    const char *answers_at = line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
-                                                    "appropriately completes the request.\n", end);
+    const char *loss_at = ac_page_line_at(out, end, "Training loss: ", end);
+    const char *train_at = ac_page_line_at(loss_at, end, "Ep ", end);
+    const char *answers_at = ac_page_line_at(train_at, end, "Below is an instruction that describes a task. Write a response that "
+                                                            "appropriately completes the request.\n", end);
     const char *cuts[] = {out, out, loss_at, train_at, answers_at, end};
-    Section s[] = {
+    ac_page_table s[] = {
         {"data", "The data: PreferenceDataset, the masks of custom_collate_fn, the loaders", finetune_preference_source,
          "nn/text/preference.c", "PreferenceDataset_new preference_collate_fn", NULL},
         {"data", NULL, finetune_example_source, "examples/finetune.c", "show_example show_gather",

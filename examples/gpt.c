@@ -597,18 +597,7 @@ static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, con
 
 /* The rows of functions of a source text, one table */
 static void code_table(FILE *f, const char *caption, const char *src, const char *src_name, const char *names) {
-    ac_rows r = {0};
-    char buf[512];
-    snprintf(buf, sizeof buf, "%s", names);
-    for (char *nm = strtok(buf, " "); nm; nm = strtok(NULL, " "))
-        if (!ac_rows_function(src, nm, &r)) {
-            fprintf(stderr, "gpt: %s not found in %s\n", nm, src_name);
-            exit(1);
-        }
-    char head[128];
-    snprintf(head, sizeof head, "C (%s)", src_name);
-    ac_page_code(f, caption, "Python (the book, as gpt.py)", head, r.n, r.rows);
-    ac_code_rows_free(r.n, r.rows);
+    ac_page_functions(f, caption, "Python (the book, as gpt.py)", src, src_name, names);
 }
 
 static void write_page(FILE *f, const char *out, size_t len) {

@@ -6,6 +6,7 @@
  *   llm generate --config config.json --seed 123 --ids "1 2 3" --temperature 0.8 --top-k 40
  *   llm generate --model Qwen3-0.6B --prompt "Give me a short introduction to large language models." --chat
  *   llm train --config config.json --seed 123 --data the-verdict.txt --tokenizer ../shared/data/gpt2 --save DIR
+ *   llm train --config config.json --data the-verdict.txt --html llm.html   (the reader's page of the run)
  *   echo -n "Hello, world!" | llm tokenize --tokenizer ../shared/data/qwen3
  *
  * Text goes in and out through nn/text/text_tokenizer.h: GPT-2's files or a tokenizer.json (Qwen3's,
@@ -22,10 +23,12 @@
 #include "cli.h"
 #include "longrun.h"
 #include "llm.h"
+#include "llm_sources.h" /* llm_example_source (this file), llm_model_source, llm_rmsnorm_source, _rope_, _swiglu_, _gqa_source */
 #include "optim.h"
 #include "safetensors.h"
 #include "text_tokenizer.h"
 #include "tokenizer.h"
+#include "viz.h"
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -43,6 +46,8 @@ static void usage(FILE *f) {
             "  --config FILE.json   a Hugging Face config.json: the model built as the book's class builds it\n"
             "  --seed S             torch.manual_seed(S) before the model and before sampling (default 123)\n"
             "  --print-model        print(model), then stop\n"
+            "  --html FILE          generate, train: the reader's page of the run: the book's Python beside this C\n"
+            "                       (the model, its blocks, the loop), what the run printed, train's loss curve\n"
             "  --exact              PyTorch 1.13's float32 results bit for bit (slower)\n"
             "  --threads N          worker threads (results do not depend on it)\n"
             "generate:\n"
@@ -71,7 +76,7 @@ static void usage(FILE *f) {
 
 typedef struct {
     int cmd;
-    const char *model, *config, *ids, *prompt, *data, *tokenizer, *log, *save, *save_dtype, *resume;
+    const char *model, *config, *ids, *prompt, *data, *tokenizer, *log, *save, *save_dtype, *resume, *html;
     long long seed, max_new_tokens, top_k, context, batch, epochs, eval_freq, eval_iter, sample_tokens, threads;
     double temperature, lr, weight_decay, train_ratio;
     bool print_ids, print_model, no_kv_cache, exact, chat, think;
@@ -100,6 +105,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         CLI_TEXT_FLAG("--config", &a->config, MODEL),
         CLI_INT_FLAG("--seed", &a->seed, INT64_MIN, INT64_MAX, MODEL),
         CLI_SWITCH_FLAG("--print-model", &a->print_model, MODEL),
+        CLI_TEXT_FLAG("--html", &a->html, MODEL),
         CLI_SWITCH_FLAG("--exact", &a->exact, CLI_ALL),
         CLI_INT_FLAG("--threads", &a->threads, 1, 1 << 20, CLI_ALL),
         CLI_TEXT_FLAG("--ids", &a->ids, ON(GENERATE)),
@@ -144,6 +150,8 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     if (a->chat && !a->prompt) return fail("%s", "--chat wraps --prompt TEXT in the chat format: give --prompt"), 2;
     if (a->ids && a->prompt) return fail("%s", "--ids and --prompt both give the prompt: one of them"), 2;
     if (cli_given(&spec, &args, "--save-dtype") && !a->save) return fail("%s", "--save-dtype goes with --save DIR"), 2;
+    if (a->html && (a->print_model || a->resume))
+        return fail("--html shows a whole run: give it to a run without %s", a->print_model ? "--print-model" : "--resume"), 2;
     if (!a->model == !a->config) return fail("%s (llm --help lists the flags)", "give --model DIR or --config FILE.json (one of them)"), 2;
     if (a->cmd == GENERATE && !a->print_model && !a->ids && !a->prompt) return fail("%s", "generate needs --ids \"1 2 3\" (or --prompt TEXT)"), 2;
     if (a->cmd == TRAIN && !a->print_model && !a->data) return fail("%s", "train needs --data FILE"), 2;
@@ -353,7 +361,7 @@ static int cmd_generate(const Flags *a) {
         nn_LLMModel_free(model);
         return 0;
     }
-    Tensor *idx = prompt_ids ? prompt_tensor((const int64_t *)prompt_ids->data, prompt_ids->shape[0], &model->cfg, "--prompt")
+    Tensor *idx = prompt_ids ? prompt_tensor((const int64_t *)prompt_ids->data, prompt_ids->shape[0], &model->cfg, "--prompt") /* idx = torch.tensor([ids]) */
                              : parse_ids(a->ids, &model->cfg);
     int rc = 1;
     if (!idx) goto out;
@@ -362,13 +370,13 @@ static int cmd_generate(const Flags *a) {
         goto out;
     }
     int64_t stops[16];
-    int n_stop = stop_ids(model, tok, a->chat, stops);
+    int n_stop = stop_ids(model, tok, a->chat, stops);                           /* eos = cfg["eos_token_id"] (and the tokenizer's end of text) */
     longrun_catch_signals("llm");
     longrun_unit("llm", "token");
     int64_t n0 = idx->shape[1];
     Stream s = {a->print_ids ? NULL : tok, NULL, 0, 0, tok ? text_tokenizer_n_vocab(tok) : 0, 0, longrun_live_wanted(),
                 cli_now_seconds(), 0};
-    if (s.tok) { /* the text: "Output text: " and the prompt's (gpt generate's line), or with --chat the answer alone */
+    if (s.tok) { /* (C: the text: "Output text: " and the prompt's (gpt generate's line), or with --chat the answer alone) */
         s.cap = n0 + 16;
         s.ids = ac_malloc(sizeof(int64_t) * (size_t)s.cap);
         if (!a->chat)
@@ -378,11 +386,11 @@ static int cmd_generate(const Flags *a) {
         stream_print(&s, false);
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    Tensor *out = llm_generate_ex(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* generate(model, idx, n, ctx, */
-                                  a->top_k, stops, n_stop, !a->no_kv_cache, on_token, &s); /* temperature, top_k, eos_id) */
+    Tensor *out = llm_generate_ex(model, idx, a->max_new_tokens, model->cfg.context_length, a->temperature, /* out = generate(model, idx, a.max_new_tokens, cfg["context_length"], a.temperature, */
+                                  a->top_k, stops, n_stop, !a->no_kv_cache, on_token, &s); /*     a.top_k, eos, use_cache=not a.no_kv_cache) */
     if (s.live) fputs("\r\033[K", stderr);
-    if (s.tok) {
-        stream_print(&s, true);
+    if (s.tok) {                                                                  /* if a.text and not a.print_ids: */
+        stream_print(&s, true);                                                   /*     print("Output text: " + decode(out[0].tolist())) (C: as it came) */
         putchar('\n');
     } else {
         const int64_t *d = (const int64_t *)out->data;                            /* print(" ".join(str(i) for i in out[0].tolist())) */
@@ -602,8 +610,22 @@ static bool read_stand(const Flags *a, nn_LLMModel *model, optim_Optimizer *opt,
     return ok;
 }
 
+/* The Ep lines' losses over the epochs seen: the loss curve of --html's page */
+typedef struct { int64_t n, cap; double *epochs, *train, *val, tokens_per_epoch; } Curve;
+static Curve curve;
+
+static void curve_add(Curve *c, double epochs, double tl, double vl) {
+    if (c->n == c->cap) {
+        c->cap = c->cap ? 2 * c->cap : 64;
+        c->epochs = ac_realloc(c->epochs, sizeof(double) * (size_t)c->cap);
+        c->train = ac_realloc(c->train, sizeof(double) * (size_t)c->cap);
+        c->val = ac_realloc(c->val, sizeof(double) * (size_t)c->cap);
+    }
+    c->epochs[c->n] = epochs, c->train[c->n] = tl, c->val[c->n++] = vl;
+}
+
 static int cmd_train(const Flags *a) {
-    if (a->save) { /* save_pretrained's directory: made if absent, checked before any work */
+    if (a->save) { /* (C: save_pretrained's directory: made if absent, checked before any work) */
         struct stat st;
         if (stat(a->save, &st) != 0 && mkdir(a->save, 0777) != 0)
             return fprintf(stderr, "llm: --save %s: cannot make the directory: %s\n", a->save, strerror(errno)), 1;
@@ -655,15 +677,15 @@ static int cmd_train(const Flags *a) {
     }
     torch_Generator after_init = torch_default_generator;
     nn_eval(&model->module);                                                      /* model.eval() */
-    if (!(start = encode(tok, a->prompt))) goto done;
+    if (!(start = encode(tok, a->prompt))) goto done;                             /* enc(a.prompt) (C: once, for every sample) */
     size_t split = char_offset(text, len, (int64_t)(a->train_ratio * (double)count_chars(text, len))); /* split = int(a.train_ratio * len(text)) */
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    train_loader = make_loader(tok, text, split, a->batch, context, true, true, err, sizeof err);
+    train_loader = make_loader(tok, text, split, a->batch, context, true, true, err, sizeof err); /* train_loader = create_dataloader_v1(text[:split], ..., drop_last=True, shuffle=True) */
     if (!train_loader.dataset) {
         fprintf(stderr, "llm: --data %s: %s\n", a->data, err);
         goto done;
     }
-    val_loader = make_loader(tok, text + split, len - split, a->batch, context, false, false, err, sizeof err);
+    val_loader = make_loader(tok, text + split, len - split, a->batch, context, false, false, err, sizeof err); /* val_loader = create_dataloader_v1(text[split:], ..., drop_last=False, shuffle=False) */
     if (!val_loader.dataset) {
         fprintf(stderr, "llm: --data %s: %s\n", a->data, err);
         goto done;
@@ -680,18 +702,19 @@ static int cmd_train(const Flags *a) {
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
     if (!a->resume) {                                                             /* (C: printed by the stopped run) */
         bool prev = torch_no_grad_enter();                                        /* with torch.no_grad(): */
-        printf("Training loss: %s\n", py_float(llm_calc_loss_loader(&train_loader, model, -1), fb));
-        printf("Validation loss: %s\n", py_float(llm_calc_loss_loader(&val_loader, model, -1), fb));
+        printf("Training loss: %s\n", py_float(llm_calc_loss_loader(&train_loader, model, -1), fb)); /* print("Training loss:", calc_loss_loader(train_loader, model)) */
+        printf("Validation loss: %s\n", py_float(llm_calc_loss_loader(&val_loader, model, -1), fb)); /* print("Validation loss:", calc_loss_loader(val_loader, model)) */
         longrun_flush("llm");
         torch_no_grad_exit(prev);
     }
     torch_manual_seed((uint64_t)a->seed);                                         /* torch.manual_seed(a.seed) */
-    if (a->config) torch_default_generator = after_init; /* model = Qwen3Model(cfg): the same draws as the one still untouched */
+    if (a->config) torch_default_generator = after_init; /* model = Qwen3Model(cfg) (C: the same draws: the one still untouched) */
     if (a->resume && !read_stand(a, model, opt, at.train_batches, &at, true)) goto done; /* (C: where the stopped run stood) */
     longrun_catch_signals("llm");
     longrun_show_progress();
     double t0 = cli_now_seconds();
     int64_t global_step = at.global_step, per_epoch = DataLoader_len(&train_loader); /* tokens_seen, global_step = 0, -1 (C: tokens_seen not kept: nothing prints it) */
+    curve.tokens_per_epoch = (double)(per_epoch * a->batch * context);          /* (C: every batch is whole: drop_last=True) */
     longrun_live live;
     longrun_live_start(&live, global_step + 1);
     int64_t epoch = at.epoch;
@@ -717,11 +740,12 @@ static int cmd_train(const Flags *a) {
             if (log) fprintf(log, "step %lld loss %.6f\n", (long long)global_step, torch_item(loss)); /* log.write(f"step {global_step} loss {loss.item():.6f}\n") */
             if (global_step % a->eval_freq == 0) {                                /*         if global_step % eval_freq == 0: */
                 double tl, vl;
-                llm_evaluate_model(model, &train_loader, &val_loader, a->eval_iter, &tl, &vl);
+                llm_evaluate_model(model, &train_loader, &val_loader, a->eval_iter, &tl, &vl); /* train_loss, val_loss = evaluate_model(model, train_loader, val_loader, eval_iter) */
                 longrun_live_clear(&live);
-                printf("Ep %lld (Step %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, (long long)global_step,
-                       py_3f(tl, fb), py_3f(vl, fb2));
+                printf("Ep %lld (Step %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, (long long)global_step, /* print(f"Ep {epoch + 1} (Step {global_step:06d}): " */
+                       py_3f(tl, fb), py_3f(vl, fb2));                            /*       f"Train loss {train_loss:.3f}, Val loss {val_loss:.3f}") */
                 longrun_flush("llm");
+                curve_add(&curve, (double)(global_step + 1) / (double)per_epoch, tl, vl); /* train_losses.append(train_loss); val_losses.append(val_loss) */
             }
             ac_arena_release(mk);
             char what[64];
@@ -790,6 +814,102 @@ done:
     return rc;
 }
 
+/* ---- the reader's page (--html) ------------------------------------------------------------------- */
+
+static const char python_head[] = "Python (the book's qwen3.py and llama3.py, as tests/tools/llm_ref.py)";
+
+/* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
+static bool draw_losses(FILE *f, void *u) {
+    const Curve *c = u;
+    ac_series s[2] = {{"Training loss", c->n, c->epochs, c->train}, {"Validation loss", c->n, c->epochs, c->val}};
+    ac_plot_opts o = {.title = "The model on the text (chapter 5's loop)", .xlabel = "Epochs", .ylabel = "Loss",
+                      .x2label = "Tokens seen", .x2_per_x = c->tokens_per_epoch};
+    return ac_plot_svg(f, &o, c->n ? 2 : 0, s);
+}
+
+/* The tables both pages open with: the models and the blocks they are made of */
+#define MODEL_TABLES                                                                                                      \
+    {"model", "Qwen3Model and Llama3Model, and their TransformerBlock", llm_model_source, "nn/models/llm_model.c",         \
+     "nn_LLMModel_new nn_LLMModel_forward", NULL},                                                                         \
+    {"model", NULL, llm_model_source, "nn/models/llm_model.c", "block_new block_forward", "TransformerBlock"},           \
+    {"blocks", "The blocks: RMSNorm, RoPE, the SwiGLU FeedForward, GroupedQueryAttention", llm_rmsnorm_source,           \
+     "nn/rmsnorm.c", "rmsnorm_new nn_RMSNorm_forward", "RMSNorm"},                                                         \
+    {"blocks", NULL, llm_rope_source, "nn/rope.c", "nn_compute_rope_params nn_apply_rope", "RoPE"},                     \
+    {"blocks", NULL, llm_swiglu_source, "nn/swiglu.c", "nn_SwiGLUFeedForward_new nn_SwiGLUFeedForward_forward",           \
+     "FeedForward"},                                                                                                       \
+    {"blocks", NULL, llm_gqa_source, "nn/gqa.c", "nn_GroupedQueryAttention_new nn_GroupedQueryAttention_forward",        \
+     "GroupedQueryAttention"}
+#define N_MODEL_TABLES 6
+
+static void page_begin(FILE *f, const char *title, const char *command) {
+    char intro[1400];
+    snprintf(intro, sizeof intro,
+             "<p>The bonus chapters of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i>, Qwen3 "
+             "(<code>ch05/11_qwen3</code>) and Llama 3 (<code>ch05/07_gpt_to_llama</code>), as "
+             "<code>pkg/llms_from_scratch/qwen3.py</code> and <code>llama3.py</code> write them and "
+             "<code>tests/tools/llm_ref.py</code> runs them: the Python on the left, <b>attention.c</b> on the right, row "
+             "for row (each C line carries the Python it does), and what this run printed%s. The C column is "
+             "<code>nn/models/llm_model.c</code>, the blocks of <code>nn/</code> and <code>examples/llm.c</code> themselves. "
+             "Made by <code>./build/llm %s --html FILE</code>; no script, no network.</p>",
+             strcmp(command, "train") ? "" : " and drew", command);
+    ac_page_begin(f, title, intro);
+}
+
+/* llm train --html: the model, its blocks, the losses, the loop and its curve, the samples */
+static void write_train_page(FILE *f, const char *out, size_t len) {
+    const char *end = out + len;
+    page_begin(f, "The book's Qwen3 and Llama 3, trained with chapter 5's loop: Python beside C", "train");
+    const char *train_at = out; /* after the two initial losses */
+    for (int i = 0; i < 2 && train_at < end; i++) {
+        const char *nl = memchr(train_at, '\n', (size_t)(end - train_at));
+        train_at = nl ? nl + 1 : end;
+    }
+    const char *sample_at = ac_page_line_at(train_at, end, "Output text:", end);
+    const ac_page_table t[] = {
+        MODEL_TABLES,
+        {"loss", "Chapter 5: the loss of a batch and of a loader", llm_model_source, "nn/models/llm_model.c",
+         "llm_calc_loss_batch llm_calc_loss_loader llm_evaluate_model", NULL},
+        {"train", "Chapter 5: pretraining", llm_example_source, "examples/llm.c", "cmd_train", NULL},
+        {"sample", "Generating: greedy, or temperature and top-k", llm_model_source, "nn/models/llm_model.c",
+         "llm_generate_ex", NULL},
+    };
+    const char *cuts[N_MODEL_TABLES + 4];
+    for (int i = 0; i < N_MODEL_TABLES; i++) cuts[i] = out; /* the model's sections print nothing */
+    cuts[N_MODEL_TABLES] = out, cuts[N_MODEL_TABLES + 1] = train_at, cuts[N_MODEL_TABLES + 2] = sample_at;
+    cuts[N_MODEL_TABLES + 3] = end;
+    char *svg = ac_draw_to_string(draw_losses, &curve);
+    ac_page_tables(f, python_head, N_MODEL_TABLES + 3, t, cuts, N_MODEL_TABLES + 1, svg,
+                   "Training and validation loss (the book's figure)");
+    free(svg);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs <code>llm train</code> against "
+                   "<code>tests/tools/llm_ref.py</code> and compares every line.</p>");
+}
+
+/* llm generate --html: the model, its blocks, the generating loop and what it printed */
+static void write_generate_page(FILE *f, const char *out, size_t len) {
+    page_begin(f, "The book's Qwen3 and Llama 3, generating: Python beside C", "generate");
+    const ac_page_table t[] = {
+        MODEL_TABLES,
+        {"generate", "Generating: the KV cache, greedy, or temperature and top-k", llm_example_source, "examples/llm.c",
+         "cmd_generate", NULL},
+        {"generate", NULL, llm_model_source, "nn/models/llm_model.c", "llm_generate_ex nn_LLMModel_forward_cached",
+         "generate and the model's forward with the cache"},
+    };
+    const char *cuts[N_MODEL_TABLES + 3];
+    for (int i = 0; i < N_MODEL_TABLES + 2; i++) cuts[i] = out;
+    cuts[N_MODEL_TABLES + 2] = out + len;
+    ac_page_tables(f, python_head, N_MODEL_TABLES + 2, t, cuts, -1, NULL, NULL);
+    ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs <code>llm generate</code> against "
+                   "<code>tests/tools/llm_ref.py</code> and compares the ids.</p>");
+}
+
+/* llm train/generate --html FILE: the run with stdout going to a temporary file, so that the page can
+ * show it, then printed as usual, then the page */
+static int run_for_page(void *flags) {
+    const Flags *a = flags;
+    return a->cmd == TRAIN ? cmd_train(a) : cmd_generate(a);
+}
+
 static void on_error(ac_error_kind kind, const char *msg, void *user) {
     fflush(stdout);
     fprintf(stderr, "llm: %s: %s\n", ac_error_kind_name(kind), msg);
@@ -801,9 +921,11 @@ int main(int argc, char **argv) {
     Flags a;
     int rc = parse_flags(argc, argv, &a);
     if (rc) return rc;
-    if (a.cmd == TOKENIZE) rc = cmd_tokenize(&a);
+    if (a.html) rc = ac_page_of_run("llm", a.html, run_for_page, &a, a.cmd == TRAIN ? write_train_page : write_generate_page);
+    else if (a.cmd == TOKENIZE) rc = cmd_tokenize(&a);
     else if (a.cmd == GENERATE) rc = cmd_generate(&a);
     else rc = cmd_train(&a);
+    free(curve.epochs), free(curve.train), free(curve.val);
     ac_shutdown();
     return ac_finish_output("llm", rc);
 }

@@ -8,8 +8,8 @@
 static Tensor *linear(nn_Module *m, const char *name, Tensor *x) { return nn_call(m, name, x); }
 
 nn_GroupedQueryAttention *nn_GroupedQueryAttention_new(int64_t d_in, int64_t num_heads, int64_t num_kv_groups, // def __init__(self, d_in, num_heads, num_kv_groups,
-                                                       int64_t head_dim, bool qk_norm, double eps, bool llama_order) { // head_dim=None, qk_norm=False):
-    if (num_heads < 1 || num_kv_groups < 1 || num_heads % num_kv_groups != 0) // assert num_heads % num_kv_groups == 0
+                                                       int64_t head_dim, bool qk_norm, double eps, bool llama_order) { //         head_dim=None, qk_norm=False):
+    if (num_heads < 1 || num_kv_groups < 1 || num_heads % num_kv_groups != 0) //     assert num_heads % num_kv_groups == 0
         ac_error("GroupedQueryAttention: num_heads must be divisible by num_kv_groups (num_heads %lld, num_kv_groups %lld)",
                  (long long)num_heads, (long long)num_kv_groups);
     if (head_dim <= 0) {                                                          //     if head_dim is None:
@@ -25,19 +25,19 @@ nn_GroupedQueryAttention *nn_GroupedQueryAttention_new(int64_t d_in, int64_t num
     a->head_dim = head_dim;
     a->d_out = num_heads * head_dim;                                              //     self.d_out = num_heads * head_dim
     nn_Module *m = &a->module;
-    if (llama_order) { /* Llama 3's class makes W_key and W_value first */
+    if (llama_order) { /* (C: Llama 3's class makes W_key and W_value first) */
         a->W_key = (nn_Linear *)nn_register_module(m, "W_key", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module);
         a->W_value = (nn_Linear *)nn_register_module(m, "W_value", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module);
         a->W_query = (nn_Linear *)nn_register_module(m, "W_query", &nn_Linear_new(d_in, a->d_out, false)->module);
     } else {
-        a->W_query = (nn_Linear *)nn_register_module(m, "W_query", &nn_Linear_new(d_in, a->d_out, false)->module); // self.W_query = nn.Linear(d_in, self.d_out, bias=False)
-        a->W_key = (nn_Linear *)nn_register_module(m, "W_key", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module); // self.W_key = nn.Linear(d_in, num_kv_groups * head_dim, bias=False)
-        a->W_value = (nn_Linear *)nn_register_module(m, "W_value", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module); // self.W_value = ...
+        a->W_query = (nn_Linear *)nn_register_module(m, "W_query", &nn_Linear_new(d_in, a->d_out, false)->module); //     self.W_query = nn.Linear(d_in, self.d_out, bias=False)
+        a->W_key = (nn_Linear *)nn_register_module(m, "W_key", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module); //     self.W_key = nn.Linear(d_in, num_kv_groups * head_dim, bias=False)
+        a->W_value = (nn_Linear *)nn_register_module(m, "W_value", &nn_Linear_new(d_in, num_kv_groups * head_dim, false)->module); //     self.W_value = nn.Linear(d_in, num_kv_groups * head_dim, bias=False)
     }
-    a->out_proj = (nn_Linear *)nn_register_module(m, "out_proj", &nn_Linear_new(a->d_out, d_in, false)->module); // self.out_proj = nn.Linear(self.d_out, d_in, bias=False)
+    a->out_proj = (nn_Linear *)nn_register_module(m, "out_proj", &nn_Linear_new(a->d_out, d_in, false)->module); //     self.out_proj = nn.Linear(self.d_out, d_in, bias=False)
     if (qk_norm) {                                                                //     if qk_norm:
-        a->q_norm = (nn_RMSNorm *)nn_register_module(m, "q_norm", &nn_RMSNorm_new(head_dim, eps)->module); // self.q_norm = RMSNorm(head_dim, eps=1e-6)
-        a->k_norm = (nn_RMSNorm *)nn_register_module(m, "k_norm", &nn_RMSNorm_new(head_dim, eps)->module); // self.k_norm = RMSNorm(head_dim, eps=1e-6)
+        a->q_norm = (nn_RMSNorm *)nn_register_module(m, "q_norm", &nn_RMSNorm_new(head_dim, eps)->module); //         self.q_norm = RMSNorm(head_dim, eps=1e-6)
+        a->k_norm = (nn_RMSNorm *)nn_register_module(m, "k_norm", &nn_RMSNorm_new(head_dim, eps)->module); //         self.k_norm = RMSNorm(head_dim, eps=1e-6)
     }
     return a;
 }
@@ -60,9 +60,9 @@ Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor 
     Tensor *queries = linear(m, "W_query", x);                                    //     queries = self.W_query(x)
     Tensor *keys = linear(m, "W_key", x);                                         //     keys = self.W_key(x)
     Tensor *values = linear(m, "W_value", x);                                     //     values = self.W_value(x)
-    queries = torch_transpose(torch_view(queries, SHAPE(b, num_tokens, h, hd)), 1, 2); // queries = queries.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
+    queries = torch_transpose(torch_view(queries, SHAPE(b, num_tokens, h, hd)), 1, 2); //     queries = queries.view(b, num_tokens, self.num_heads, self.head_dim).transpose(1, 2)
     keys = torch_transpose(torch_view(keys, SHAPE(b, num_tokens, g, hd)), 1, 2);  //     keys_new = keys.view(b, num_tokens, self.num_kv_groups, self.head_dim).transpose(1, 2)
-    values = torch_transpose(torch_view(values, SHAPE(b, num_tokens, g, hd)), 1, 2); // values_new = ...
+    values = torch_transpose(torch_view(values, SHAPE(b, num_tokens, g, hd)), 1, 2); //     values_new = values.view(b, num_tokens, self.num_kv_groups, self.head_dim).transpose(1, 2)
     if (self->q_norm) queries = nn_call(m, "q_norm", queries);                    //     if self.q_norm: queries = self.q_norm(queries)
     if (self->k_norm) keys = nn_call(m, "k_norm", keys);                          //     if self.k_norm: keys_new = self.k_norm(keys_new)
     queries = nn_apply_rope(queries, cos, sin, start_pos);                        //     queries = apply_rope(queries, cos, sin, offset=start_pos)
@@ -82,8 +82,8 @@ Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor 
     values = repeat_interleave_heads(values, self->group_size);                   //     values = values.repeat_interleave(self.group_size, dim=1)
     Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3));     //     attn_scores = queries @ keys.transpose(2, 3)
     attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);                //     attn_scores = attn_scores.masked_fill(mask, -torch.inf)
-    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)hd, 0.5)), -1); // attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)
-    Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values), 1, 2), // context = (attn_weights @ values).transpose(1, 2)
+    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)hd, 0.5)), -1); //     attn_weights = torch.softmax(attn_scores / self.head_dim**0.5, dim=-1)
+    Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values), 1, 2), //     context = (attn_weights @ values).transpose(1, 2)
                                     SHAPE(b, num_tokens, self->d_out));           //                   .reshape(b, num_tokens, self.d_out)
     return linear(m, "out_proj", context);                                        //     return self.out_proj(context)
 }

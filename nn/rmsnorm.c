@@ -29,15 +29,15 @@ static char *torch_rmsnorm_repr(nn_Module *m) {
     return nn_repr_printf("(%lld,), eps=%s, elementwise_affine=True", (long long)n->emb_dim, eps);
 }
 
-static nn_RMSNorm *rmsnorm_new(int64_t emb_dim, double eps, bool torch_style) {
+static nn_RMSNorm *rmsnorm_new(int64_t emb_dim, double eps, bool torch_style) { // class RMSNorm(nn.Module): def __init__(self, emb_dim, eps=1e-6):
     if (emb_dim < 1) ac_error("RMSNorm: emb_dim must be >= 1, got %lld", (long long)emb_dim);
     nn_RMSNorm *n = nn_module_new(sizeof *n, "RMSNorm", rmsnorm_fwd);
     n->emb_dim = emb_dim;
-    n->eps = eps;
+    n->eps = eps;                                                                //     self.eps = eps
     n->torch_style = torch_style;
-    if (torch_style) n->module.extra_repr = torch_rmsnorm_repr;
+    if (torch_style) n->module.extra_repr = torch_rmsnorm_repr;                 /* (C: Llama 3's nn.RMSNorm prints as PyTorch's) */
     ac_mark mk = ac_arena_mark();
-    n->scale = nn_register_parameter(&n->module, torch_style ? "weight" : "scale", torch_ones(SHAPE(emb_dim)));
+    n->scale = nn_register_parameter(&n->module, torch_style ? "weight" : "scale", torch_ones(SHAPE(emb_dim))); //     self.scale = nn.Parameter(torch.ones(emb_dim)) (C: nn.RMSNorm's "weight")
     ac_arena_release(mk);
     return n;
 }
@@ -50,6 +50,6 @@ Tensor *nn_RMSNorm_forward(nn_RMSNorm *self, Tensor *x) {                      /
     if (x->ndim < 1 || x->shape[x->ndim - 1] != self->emb_dim)
         ac_error("RMSNorm: expected input with last dimension %lld, got %s", (long long)self->emb_dim, ac_shape_str(x));
     Tensor *variance = torch_mean_dim(torch_pow(x, 2.0), 1, (int64_t[]){-1}, true); //     variance = x.pow(2).mean(dim=-1, keepdim=True)
-    Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); // norm_x = x * torch.rsqrt(variance + self.eps)
+    Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); //     norm_x = x * torch.rsqrt(variance + self.eps)
     return torch_mul(norm_x, self->scale);                                       //     norm_x = norm_x * self.scale
 }

@@ -6,9 +6,9 @@ static Tensor *ff_fwd(nn_Module *m, Tensor *x) { return nn_SwiGLUFeedForward_for
 
 nn_SwiGLUFeedForward *nn_SwiGLUFeedForward_new(int64_t emb_dim, int64_t hidden_dim) { // def __init__(self, cfg):
     nn_SwiGLUFeedForward *f = nn_module_new(sizeof *f, "FeedForward", ff_fwd);
-    f->fc1 = (nn_Linear *)nn_register_module(&f->module, "fc1", &nn_Linear_new(emb_dim, hidden_dim, false)->module); // self.fc1 = nn.Linear(emb_dim, hidden_dim, bias=False)
-    f->fc2 = (nn_Linear *)nn_register_module(&f->module, "fc2", &nn_Linear_new(emb_dim, hidden_dim, false)->module); // self.fc2 = nn.Linear(emb_dim, hidden_dim, bias=False)
-    f->fc3 = (nn_Linear *)nn_register_module(&f->module, "fc3", &nn_Linear_new(hidden_dim, emb_dim, false)->module); // self.fc3 = nn.Linear(hidden_dim, emb_dim, bias=False)
+    f->fc1 = (nn_Linear *)nn_register_module(&f->module, "fc1", &nn_Linear_new(emb_dim, hidden_dim, false)->module); //     self.fc1 = nn.Linear(emb_dim, hidden_dim, bias=False)
+    f->fc2 = (nn_Linear *)nn_register_module(&f->module, "fc2", &nn_Linear_new(emb_dim, hidden_dim, false)->module); //     self.fc2 = nn.Linear(emb_dim, hidden_dim, bias=False)
+    f->fc3 = (nn_Linear *)nn_register_module(&f->module, "fc3", &nn_Linear_new(hidden_dim, emb_dim, false)->module); //     self.fc3 = nn.Linear(hidden_dim, emb_dim, bias=False)
     return f;
 }
 

@@ -8,7 +8,8 @@
  *   BF16, F16, sharded), greedy and sampled, with the KV cache on and off, in exact and default math;
  *   --config --seed makes the book's draws; print(model) is PyTorch's; the eos id stops it;
  * - `llm train` prints the reference's lines, and every step's loss within 1e-5 (exact math);
- * - Hugging Face's layout back and forth, and bad input refused naming the file and the key. */
+ * - Hugging Face's layout back and forth, and bad input refused naming the file and the key;
+ * - `llm train --html` and `llm generate --html`: the reader's page, the run's output unchanged. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 #include "json.h"
 #include "llm.h"
 #include "tests.h"
+#include "xml_check.h"
 
 /* ---- records -------------------------------------------------------------------------------------- */
 
@@ -315,6 +317,130 @@ START_TEST(test_train_tokenizer_json) {
     ck_assert_msg(loss > 11 && loss < 13 && strstr(out, "\nHello, world!") && strstr(out, "Output text:\n Hello, world!"), "%s",
                   out); /* about ln(151669) = 11.93: a random model's loss over Qwen3's vocabulary */
     free(out);
+}
+END_TEST
+
+/* ---- the reader's page (--html) --------------------------------------------------------------------- */
+
+static int count(const char *s, const char *needle) {
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+/* `llm FLAGS --html DIR/page.html`: exit 0, stdout what the run without --html prints; the page
+ * well-formed, with `sections` sections; returned (malloc'd), and the run's output in *plain */
+static char *page_of(const char *flags, int sections, char **plain) {
+    char *dir = temp_dir(), cmd[4096], path[1100], *out, err[256];
+    snprintf(path, sizeof path, "%s/page.html", dir);
+    snprintf(cmd, sizeof cmd, "%s/llm %s 2>/dev/null", build_dir(), flags);
+    ck_assert_int_eq(run_command(cmd, plain), 0);
+    snprintf(cmd, sizeof cmd, "%s/llm %s --html %s 2>/dev/null", build_dir(), flags, path);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_msg(strcmp(out, *plain) == 0, "llm %s: --html changed what it prints:\n%s\nwithout:\n%s", flags, out, *plain);
+    char *page = read_text(path);
+    ck_assert_msg(xml_check(page, strlen(page), err, sizeof err), "llm %s --html: the page is not well-formed: %s", flags, err);
+    ck_assert_int_eq(count(page, "<section id="), sections);
+    ck_assert_int_eq(count(page, "<td class=\"py\""), count(page, "<td class=\"c\""));
+    ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, " src=") == NULL, "no script, nothing fetched");
+    free(out);
+    remove_dir(dir);
+    return page;
+}
+
+/* the functions of each section's C, and rows of the book's Python beside them */
+static void check_model_sections(const char *page) {
+    const char *functions[] = {"nn_LLMModel_new(", "nn_LLMModel_forward(", "block_new(", "block_forward(", "rmsnorm_new(",
+                               "nn_RMSNorm_forward(", "nn_compute_rope_params(", "nn_apply_rope(", "nn_SwiGLUFeedForward_new(",
+                               "nn_SwiGLUFeedForward_forward(", "nn_GroupedQueryAttention_new(",
+                               "nn_GroupedQueryAttention_forward("};
+    for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
+        ck_assert_msg(strstr(page, functions[i]), "the page lacks %s", functions[i]);
+    const char *python[] = {">def compute_rope_params(head_dim, theta_base=10_000,</td>",
+                            ">    variance = x.pow(2).mean(dim=-1, keepdim=True)</td>",
+                            ">    self.scale = nn.Parameter(torch.ones(emb_dim))</td>",
+                            ">    keys = keys.repeat_interleave(self.group_size, dim=1)</td>",
+                            ">    return self.fc3(nn.functional.silu(x_fc1) * x_fc2)</td>",
+                            ">    x = self.final_norm(x)</td>"};
+    for (size_t i = 0; i < sizeof python / sizeof *python; i++)
+        ck_assert_msg(strstr(page, python[i]), "the page lacks the Python row %s", python[i]);
+}
+
+/* llm train --html: five sections (the model, its blocks, the losses, the loop and its curve, the
+ * samples), the run's output as printed, in pieces under them */
+START_TEST(test_train_html) {
+    char flags[2048], *plain;
+    snprintf(flags, sizeof flags, "train --config %s --seed 123 --data %s --tokenizer %s --epochs 1 --eval-freq 5 "
+             "--eval-iter 2 --sample-tokens 6", data_path("llm/qwen_train.json"), data_path("tokenizer_corpus.txt"),
+             shared_path("data/gpt2"));
+    char *page = page_of(flags, 5, &plain);
+    check_model_sections(page);
+    const char *functions[] = {"llm_calc_loss_batch(", "llm_calc_loss_loader(", "llm_evaluate_model(", "cmd_train(",
+                               "llm_generate_ex("};
+    for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
+        ck_assert_msg(strstr(page, functions[i]), "the page lacks %s", functions[i]);
+    ck_assert_msg(strstr(page, ">        loss.backward()</td>"), "the loop's Python");
+    char first[256];
+    snprintf(first, sizeof first, "<pre class=\"out\">%.*s\n", (int)strcspn(plain, "\n"), plain);
+    ck_assert_msg(strncmp(plain, "Training loss: ", 15) == 0 && strstr(page, first), "the run's first line: %s", first);
+    ck_assert_msg(strstr(page, "\nEp 1 (Step 000055): Train loss ") && strstr(page, "\nOutput text:\n Every effort moves you"),
+                  "the run's lines");
+    ck_assert_int_eq(count(page, "<pre class=\"out\">"), 3);
+    ck_assert_int_eq(count(page, "<svg "), 1); /* the loss curve: its 12 points, its legend */
+    ck_assert_msg(strstr(page, ">Training loss</text>") && strstr(page, ">Validation loss</text>") &&
+                  strstr(page, ">Tokens seen</text>"), "the loss curve");
+    free(page), free(plain);
+}
+END_TEST
+
+/* llm generate --html: the model's sections and the generating loop's, its ids */
+START_TEST(test_generate_html) {
+    char flags[2048], *plain;
+    snprintf(flags, sizeof flags, "generate --model %s --ids \"5 6 7\" --max-new-tokens 12", data_path("llm/llama_gqa_f32"));
+    char *page = page_of(flags, 3, &plain);
+    ck_assert_str_eq(plain, "5 6 7 51 94 19 70 49 45 7 51 26 17 99 33\n"); /* llm_ref.py's (examples/README.md) */
+    check_model_sections(page);
+    ck_assert_msg(strstr(page, "cmd_generate(") && strstr(page, "llm_generate_ex(") && strstr(page, "nn_LLMModel_forward_cached("),
+                  "the generating loop");
+    ck_assert_msg(strstr(page, "<pre class=\"out\">5 6 7 51 94 19 70 49 45 7 51 26 17 99 33\n</pre>"), "the run's output");
+    ck_assert_int_eq(count(page, "<svg "), 0);
+    free(page), free(plain);
+}
+END_TEST
+
+/* --html into a path that cannot be written: refused before the run (exit 1, the path named, nothing on
+ * stdout, no page); on a command without a page, or with --print-model or --resume: a usage error */
+START_TEST(test_html_refusals) {
+    char cmd[4096], *out, *dir = temp_dir(), errp[1100];
+    snprintf(errp, sizeof errp, "%s/err.txt", dir);
+    snprintf(cmd, sizeof cmd, "%s/llm train --config %s --seed 123 --data %s --tokenizer %s --epochs 1 "
+             "--html /nonexistent/x.html 2>%s", build_dir(), data_path("llm/qwen_train.json"), data_path("tokenizer_corpus.txt"),
+             shared_path("data/gpt2"), errp);
+    int rc = run_command(cmd, &out);
+    char *err = read_text(errp);
+    ck_assert_msg(rc == 1 && out[0] == 0 && strstr(err, "llm: --html ") && strstr(err, "/nonexistent/x.html"),
+                  "exit %d, stdout '%s', stderr '%s'", rc, out, err);
+    ck_assert_msg(strstr(err, "training took") == NULL, "refused before the run: %s", err);
+    free(out), free(err);
+    static const struct { const char *flags, *says; } usage[] = {
+        {"tokenize --html %s/x.html", "--html goes with generate and train, not tokenize"},
+        {"generate --config tests/data/llm/qwen_config.json --print-model --html %s/x.html", "--html shows a whole run: give it to a run without --print-model"},
+        {"train --config tests/data/llm/qwen_config.json --data tests/data/tokenizer_corpus.txt --resume %s --html x.html",
+         "--html shows a whole run: give it to a run without --resume"},
+    };
+    for (int k = 0; k < 3; k++) {
+        char flags[1200];
+        snprintf(flags, sizeof flags, usage[k].flags, dir);
+        snprintf(cmd, sizeof cmd, "%s/llm %s 2>&1 < /dev/null", build_dir(), flags);
+        rc = run_command(cmd, &out);
+        ck_assert_msg(rc == 2 && strstr(out, usage[k].says), "llm %s: exit %d: %s", flags, rc, out);
+        free(out);
+    }
+    snprintf(cmd, sizeof cmd, "ls -A %s", dir);
+    ck_assert_int_eq(run_command(cmd, &out), 0);
+    ck_assert_str_eq(out, "err.txt\n"); /* no page, no temporary file */
+    free(out);
+    remove_dir(dir);
 }
 END_TEST
 
@@ -775,6 +901,9 @@ Suite *suite_llm(void) {
     tcase_add_test(tc, test_train_tokenizer_json);
     tcase_add_test(tc, test_train_text_exact);
     tcase_add_test(tc, test_train_text_default_math);
+    tcase_add_test(tc, test_train_html);
+    tcase_add_test(tc, test_generate_html);
+    tcase_add_test(tc, test_html_refusals);
     suite_add_tcase(s, tc);
     return s;
 }

@@ -10,15 +10,15 @@
 /* ---- TransformerBlock ------------------------------------------------------------------------------ */
 
 static nn_LLMTransformerBlock *block_new(const nn_LLMConfig *cfg) {              // class TransformerBlock(nn.Module):
-    nn_LLMTransformerBlock *b = nn_module_new(sizeof *b, "TransformerBlock", NULL); //   def __init__(self, cfg):
+    nn_LLMTransformerBlock *b = nn_module_new(sizeof *b, "TransformerBlock", NULL); // def __init__(self, cfg):
     nn_Module *m = &b->module;
-    b->att = (nn_GroupedQueryAttention *)nn_register_module(m, "att", &nn_GroupedQueryAttention_new( // self.att = GroupedQueryAttention(
-        cfg->emb_dim, cfg->n_heads, cfg->n_kv_groups, cfg->head_dim,             //     d_in=emb_dim, num_heads=n_heads, num_kv_groups=n_kv_groups, head_dim=head_dim,
-        cfg->qk_norm, cfg->rms_norm_eps, cfg->llama)->module);                   //     qk_norm=qk_norm)
-    b->ff = (nn_SwiGLUFeedForward *)nn_register_module(m, "ff", &nn_SwiGLUFeedForward_new(cfg->emb_dim, cfg->hidden_dim)->module); // self.ff = FeedForward(cfg)
-    nn_RMSNorm *(*norm)(int64_t, double) = cfg->llama ? nn_TorchRMSNorm_new : nn_RMSNorm_new; // (Llama: nn.RMSNorm(emb_dim, eps=1e-5))
-    b->norm1 = (nn_RMSNorm *)nn_register_module(m, "norm1", &norm(cfg->emb_dim, cfg->rms_norm_eps)->module); // self.norm1 = RMSNorm(emb_dim, eps=1e-6)
-    b->norm2 = (nn_RMSNorm *)nn_register_module(m, "norm2", &norm(cfg->emb_dim, cfg->rms_norm_eps)->module); // self.norm2 = RMSNorm(emb_dim, eps=1e-6)
+    b->att = (nn_GroupedQueryAttention *)nn_register_module(m, "att", &nn_GroupedQueryAttention_new( //     self.att = GroupedQueryAttention(
+        cfg->emb_dim, cfg->n_heads, cfg->n_kv_groups, cfg->head_dim,             //         d_in=emb_dim, num_heads=n_heads, num_kv_groups=n_kv_groups, head_dim=head_dim,
+        cfg->qk_norm, cfg->rms_norm_eps, cfg->llama)->module);                   //         qk_norm=qk_norm)
+    b->ff = (nn_SwiGLUFeedForward *)nn_register_module(m, "ff", &nn_SwiGLUFeedForward_new(cfg->emb_dim, cfg->hidden_dim)->module); //     self.ff = FeedForward(cfg)
+    nn_RMSNorm *(*norm)(int64_t, double) = cfg->llama ? nn_TorchRMSNorm_new : nn_RMSNorm_new; //     (Llama: nn.RMSNorm(emb_dim, eps=1e-5))
+    b->norm1 = (nn_RMSNorm *)nn_register_module(m, "norm1", &norm(cfg->emb_dim, cfg->rms_norm_eps)->module); //     self.norm1 = RMSNorm(emb_dim, eps=1e-6)
+    b->norm2 = (nn_RMSNorm *)nn_register_module(m, "norm2", &norm(cfg->emb_dim, cfg->rms_norm_eps)->module); //     self.norm2 = RMSNorm(emb_dim, eps=1e-6)
     return b;
 }
 
@@ -27,7 +27,7 @@ static Tensor *block_forward(nn_LLMTransformerBlock *self, Tensor *x, Tensor *ma
     nn_Module *m = &self->module;
     Tensor *shortcut = x;                                                         //     shortcut = x
     x = nn_call(m, "norm1", x);                                                   //     x = self.norm1(x)
-    x = nn_GroupedQueryAttention_forward(self->att, x, mask, cos, sin, start_pos, cache_k, cache_v); // x, next_cache = self.att(x, mask, cos, sin, start_pos, cache)
+    x = nn_GroupedQueryAttention_forward(self->att, x, mask, cos, sin, start_pos, cache_k, cache_v); //     x, next_cache = self.att(x, mask, cos, sin, start_pos, cache)
     x = torch_add(x, shortcut);                                                   //     x = x + shortcut
     shortcut = x;                                                                 //     shortcut = x
     x = nn_call(m, "norm2", x);                                                   //     x = self.norm2(x)
@@ -56,17 +56,17 @@ nn_LLMModel *nn_LLMModel_new(nn_LLMConfig cfg) {                                
     nn_LLMModel *model = nn_module_new(sizeof *model, cfg.llama ? "Llama3Model" : "Qwen3Model", model_fwd);
     nn_Module *m = &model->module;
     model->cfg = cfg;
-    model->tok_emb = (nn_Embedding *)nn_register_module(m, "tok_emb", &nn_Embedding_new(cfg.vocab_size, cfg.emb_dim)->module); // self.tok_emb = nn.Embedding(vocab_size, emb_dim)
-    model->trf_blocks = (nn_ModuleList *)nn_register_module(m, "trf_blocks", &nn_ModuleList_new()->module); // self.trf_blocks = nn.ModuleList(
-    for (int64_t i = 0; i < cfg.n_layers; i++)                                    //     [TransformerBlock(cfg) for _ in range(n_layers)])
+    model->tok_emb = (nn_Embedding *)nn_register_module(m, "tok_emb", &nn_Embedding_new(cfg.vocab_size, cfg.emb_dim)->module); //     self.tok_emb = nn.Embedding(vocab_size, emb_dim)
+    model->trf_blocks = (nn_ModuleList *)nn_register_module(m, "trf_blocks", &nn_ModuleList_new()->module); //     self.trf_blocks = nn.ModuleList(
+    for (int64_t i = 0; i < cfg.n_layers; i++)                                    //         [TransformerBlock(cfg) for _ in range(n_layers)])
         nn_ModuleList_append(model->trf_blocks, &block_new(&cfg)->module);
-    model->final_norm = (nn_RMSNorm *)nn_register_module(m, "final_norm", cfg.llama // self.final_norm = RMSNorm(emb_dim)
+    model->final_norm = (nn_RMSNorm *)nn_register_module(m, "final_norm", cfg.llama //     self.final_norm = RMSNorm(emb_dim)
         ? &nn_TorchRMSNorm_new(cfg.emb_dim, cfg.rms_norm_eps)->module : &nn_RMSNorm_new(cfg.emb_dim, cfg.rms_norm_eps)->module);
-    model->out_head = (nn_Linear *)nn_register_module(m, "out_head", &nn_Linear_new(cfg.emb_dim, cfg.vocab_size, false)->module); // self.out_head = nn.Linear(emb_dim, vocab_size, bias=False)
-    int64_t head_dim = cfg.head_dim ? cfg.head_dim : cfg.emb_dim / cfg.n_heads;   // head_dim = cfg["head_dim"] or emb_dim // n_heads
-    nn_compute_rope_params(head_dim, cfg.rope_base, cfg.context_length,           // cos, sin = compute_rope_params(head_dim, rope_base, context_length,
-                           cfg.has_rope_freq ? &cfg.rope_freq : NULL, &model->cos, &model->sin); //  freq_config=rope_freq)
-    return model;                                                                 // self.register_buffer("cos", cos, persistent=False) ...
+    model->out_head = (nn_Linear *)nn_register_module(m, "out_head", &nn_Linear_new(cfg.emb_dim, cfg.vocab_size, false)->module); //     self.out_head = nn.Linear(emb_dim, vocab_size, bias=False)
+    int64_t head_dim = cfg.head_dim ? cfg.head_dim : cfg.emb_dim / cfg.n_heads;   //     head_dim = cfg["head_dim"] or emb_dim // n_heads
+    nn_compute_rope_params(head_dim, cfg.rope_base, cfg.context_length,           //     cos, sin = compute_rope_params(head_dim, rope_base, context_length,
+                           cfg.has_rope_freq ? &cfg.rope_freq : NULL, &model->cos, &model->sin); //         freq_config=rope_freq)
+    return model;                                                                 //     self.register_buffer("cos", cos, persistent=False) ...
 }
 
 nn_LLMModel *nn_Qwen3Model_new(nn_LLMConfig cfg) { cfg.llama = false; return nn_LLMModel_new(cfg); }
@@ -122,7 +122,7 @@ Tensor *nn_LLMModel_forward(nn_LLMModel *self, Tensor *in_idx) {                
     Tensor *x = nn_call(m, "tok_emb", in_idx);                                    //     x = self.tok_emb(in_idx)
     Tensor *mask = causal_mask(0, num_tokens);                                    //     mask = torch.triu(torch.ones(num_tokens, num_tokens, dtype=torch.bool), diagonal=1)
     for (int i = 0; i < self->cfg.n_layers; i++)                                  //     for block in self.trf_blocks:
-        x = block_forward(nn_LLMModel_block(self, i), x, mask, self->cos, self->sin, 0, NULL, NULL); // x = block(x, mask, self.cos, self.sin)
+        x = block_forward(nn_LLMModel_block(self, i), x, mask, self->cos, self->sin, 0, NULL, NULL); //         x = block(x, mask, self.cos, self.sin)
     x = nn_call(m, "final_norm", x);                                              //     x = self.final_norm(x)
     return torch_linear(x, self->out_head->weight, NULL);                         //     return self.out_head(x)
 }
@@ -173,7 +173,7 @@ Tensor *nn_LLMModel_forward_cached(nn_LLMModel *self, Tensor *new_ids, llm_KVCac
     Tensor *x = nn_call(m, "tok_emb", new_ids);                                   //     x = self.tok_emb(in_idx)
     Tensor *mask = causal_mask(pos_start, pos_end);                               //     mask = torch.triu(...)[pos_start:pos_end, :pos_end]
     for (int i = 0; i < self->cfg.n_layers; i++)                                  //     for i, block in enumerate(self.trf_blocks):
-        x = block_forward(nn_LLMModel_block(self, i), x, mask, self->cos, self->sin, pos_start, cache->keys[i], cache->values[i]);
+        x = block_forward(nn_LLMModel_block(self, i), x, mask, self->cos, self->sin, pos_start, cache->keys[i], cache->values[i]); //         x = block(x, mask, self.cos, self.sin, start_pos=pos_start, cache=cache[i])
     cache->len = pos_end;                                                         //     self.current_pos = pos_end
     Tensor *last = torch_slice(x, 1, num_tokens - 1, num_tokens);                 /* (C: only the last position's logits) */
     return torch_select(torch_linear(nn_call(m, "final_norm", last), self->out_head->weight, NULL), 1, 0);
@@ -198,7 +198,7 @@ Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, in
 }
 
 Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size, // def generate(model, idx, max_new_tokens, context_size,
-                        double temperature, int64_t top_k, const int64_t *eos_ids, int n_eos, //  temperature=0.0, top_k=None, eos_id=None):
+                        double temperature, int64_t top_k, const int64_t *eos_ids, int n_eos, //         temperature=0.0, top_k=None, eos_id=None):
                         bool kv_cache, llm_token_fn on_token, void *ctx) {
     const char *op = "generate";
     if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
@@ -222,7 +222,7 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
         ac_mark mk = ac_arena_mark();
         int64_t start = s.n > context_size ? s.n - context_size : 0;              //             idx[:, -context_size:]
         Tensor *logits;
-        if (kv) {                                                                 /* the prompt once, then the new token; once the window slides, again */
+        if (kv) {                                                                 /* (C: the prompt once, then the new token; once the window slides, again) */
             if (start != window0) llm_KVCache_reset(kv), window0 = start;
             int64_t from = start + kv->len;
             logits = nn_LLMModel_forward_cached(model, torch_tensor_long(s.ids + from, 2, (int64_t[]){1, s.n - from}), kv);
@@ -231,13 +231,13 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
             logits = torch_select(nn_LLMModel_forward(model, cond), 1, -1);       //             logits = model(idx[:, -context_size:])[:, -1, :]
         }
         if (top_k > 0) {                                                          //             if top_k is not None:
-            Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //                top_logits, _ = torch.topk(logits, top_k)
-            logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //               logits = torch.where(logits < top_logits[:, -1],
-                                 torch_scalar_tensor(-INFINITY), logits);         //                    torch.tensor(float("-inf")), logits)
+            Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //                 top_logits, _ = torch.topk(logits, top_k)
+            logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //                 logits = torch.where(logits < top_logits[:, -1],
+                                 torch_scalar_tensor(-INFINITY), logits);         //                     torch.tensor(float("-inf")), logits)
         }
         Tensor *idx_next;
         if (temperature > 0.0)                                                    //             if temperature > 0.0:
-            idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false); // idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)
+            idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false); //                 idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1)
         else                                                                      //             else:
             idx_next = torch_argmax(logits, -1, true);                            //                 idx_next = torch.argmax(logits, dim=-1, keepdim=True)
         int64_t next = (int64_t)torch_item(idx_next);
@@ -260,7 +260,7 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
 
 Tensor *llm_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_LLMModel *model) { // def calc_loss_batch(input_batch, target_batch, model):
     Tensor *logits = nn_LLMModel_forward(model, input_batch);                     //     logits = model(input_batch)
-    return torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(target_batch, 0, -1), -100); // F.cross_entropy(logits.flatten(0, 1), target_batch.flatten())
+    return torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(target_batch, 0, -1), -100); //     return F.cross_entropy(logits.flatten(0, 1), target_batch.flatten())
 }
 
 double llm_calc_loss_loader(DataLoader *loader, nn_LLMModel *model, int64_t num_batches) { // def calc_loss_loader(loader, model, num_batches=None):
@@ -283,8 +283,8 @@ void llm_evaluate_model(nn_LLMModel *model, DataLoader *train_loader, DataLoader
                         double *train_loss, double *val_loss) {                   // def evaluate_model(model, train_loader, val_loader, eval_iter):
     nn_eval(&model->module);                                                      //     model.eval()
     bool prev = torch_no_grad_enter();                                            //     with torch.no_grad():
-    *train_loss = llm_calc_loss_loader(train_loader, model, eval_iter);
-    *val_loss = llm_calc_loss_loader(val_loader, model, eval_iter);
+    *train_loss = llm_calc_loss_loader(train_loader, model, eval_iter);         //         train_loss = calc_loss_loader(train_loader, model, num_batches=eval_iter)
+    *val_loss = llm_calc_loss_loader(val_loader, model, eval_iter);             //         val_loss = calc_loss_loader(val_loader, model, num_batches=eval_iter)
     torch_no_grad_exit(prev);
     nn_train(&model->module, true);                                               //     model.train()
 }

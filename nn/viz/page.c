@@ -364,3 +364,50 @@ int ac_page_of_run(const char *program, const char *html_path, int (*run)(void *
     free(out);
     return rc;
 }
+
+void ac_page_functions(FILE *f, const char *caption, const char *left_head, const char *src, const char *src_name,
+                       const char *names) {
+    ac_rows r = {0};
+    for (const char *p = names + strspn(names, " "); *p; p += strspn(p, " ")) {
+        size_t n = strcspn(p, " ");
+        char name[256];
+        snprintf(name, sizeof name, "%.*s", (int)n, p);
+        if (!ac_rows_function(src, name, &r)) ac_error("--html: %s not found in %s", name, src_name);
+        p += n;
+    }
+    char head[512];
+    snprintf(head, sizeof head, "C (%s)", src_name);
+    ac_page_code(f, caption, left_head, head, r.n, r.rows);
+    ac_code_rows_free(r.n, r.rows);
+}
+
+void ac_page_tables(FILE *f, const char *left_head, int n, const ac_page_table *t, const char *const *cuts,
+                    int figure_at, const char *figure_svg, const char *figure_caption) {
+    const char *ids[32] = {0}, *titles[32] = {0};
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (!i || strcmp(t[i].id, t[i - 1].id)) {
+            if (k == 32) ac_error("ac_page_tables: more than 32 sections");
+            ids[k] = t[i].id, titles[k++] = t[i].title;
+        }
+    ac_page_toc(f, k, ids, titles);
+    for (int i = 0; i < n; i++) {
+        if (!i || strcmp(t[i].id, t[i - 1].id)) ac_page_section_begin(f, t[i].id, t[i].title);
+        ac_page_functions(f, t[i].caption, left_head, t[i].src, t[i].src_name, t[i].functions);
+        if (i + 1 < n && !strcmp(t[i + 1].id, t[i].id)) continue;
+        if (cuts[i + 1] > cuts[i]) ac_page_output(f, cuts[i], (size_t)(cuts[i + 1] - cuts[i]));
+        const char *figs[1] = {figure_svg}, *caps[1] = {figure_caption};
+        ac_page_figures(f, i == figure_at && figure_svg ? 1 : 0, figs, caps);
+        ac_page_section_end(f);
+    }
+}
+
+const char *ac_page_line_at(const char *from, const char *end, const char *mark, const char *dflt) {
+    size_t n = strlen(mark);
+    for (const char *p = from; p < end;) {
+        if ((size_t)(end - p) >= n && !memcmp(p, mark, n)) return p;
+        const char *nl = memchr(p, '\n', (size_t)(end - p));
+        p = nl ? nl + 1 : end;
+    }
+    return dflt;
+}

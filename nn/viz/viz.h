@@ -94,7 +94,7 @@ void ac_page_output(FILE *f, const char *text, size_t len);
 void ac_page_figures(FILE *f, int n, const char *const *svgs, const char *const *captions);
 void ac_page_section_end(FILE *f);
 void ac_page_end(FILE *f, const char *footer_html);
-/* A program's reader's page of its own run (article, appendix_a and gpt train with --html): the
+/* A program's reader's page of its own run (article, appendix_a, gpt, finetune and llm with --html): the
  * path checked first; run(ctx) with stdout captured, so that each section knows where its output
  * starts; the output printed as usual; then, if run returned 0, write_page(page, output, length)
  * into html_path (the output NUL-terminated). run's status, or 1 after a message naming program
@@ -117,6 +117,23 @@ typedef struct { int n, cap; ac_code_row *rows; } ac_rows;
 const char *ac_rows_collect(const char *from, const char *stop, ac_rows *r);
 bool ac_rows_function(const char *src, const char *name, ac_rows *r);
 void ac_rows_dedent(ac_rows *r);
+/* One table of a program's page: the functions `names` (separated by blanks) of source text src, in
+ * that order, the book's Python under left_head beside the C under "C (src_name)". A name src lacks
+ * is an error (ac_error: the page and its program's sources disagree). */
+void ac_page_functions(FILE *f, const char *caption, const char *left_head, const char *src, const char *src_name,
+                       const char *names);
+/* A page's sections of such tables, with the table of contents: the entries in order, each a table
+ * (caption may be NULL); an entry with its predecessor's id adds its table to that section, the first
+ * gives the section its title. After a section's last entry, number i, the run's output from cuts[i]
+ * to cuts[i + 1] (n + 1 cuts; none when that is empty), and after entry figure_at's the figure, when
+ * figure_svg is not NULL.
+ * At most 32 sections. */
+typedef struct { const char *id, *title, *src, *src_name, *functions, *caption; } ac_page_table;
+void ac_page_tables(FILE *f, const char *left_head, int n, const ac_page_table *t, const char *const *cuts,
+                    int figure_at, const char *figure_svg, const char *figure_caption);
+/* Where a line of out (from `from` up to end) starts with `mark`, or dflt: where a page cuts a run's
+ * output into its sections' parts. */
+const char *ac_page_line_at(const char *from, const char *end, const char *mark, const char *dflt);
 
 /* Writes through FILE.tmp and renames it into place, so that a reader (a
  * browser watching a loss curve) never sees half a file. draw() returns false
