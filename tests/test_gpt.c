@@ -851,6 +851,10 @@ Suite *suite_gpt(void) {
     tcase_add_test(tc, test_comparisons);
     tcase_add_test(tc, test_gpt_sizes_and_names);
     tcase_add_test(tc, test_kv_cache_same_bits);
+    suite_add_tcase(s, tc);
+    tc = tcase("gpt_program"); /* runs of ./build/gpt against gpt.py's lines */
+    tcase_set_tags(tc, "programs");
+    tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_gpt_train_exact);
     tcase_add_test(tc, test_gpt_train_fast);
     tcase_add_test(tc, test_appendix_d_exact);

@@ -891,6 +891,7 @@ Suite *suite_llm(void) {
     tcase_add_test(tc, test_eos_list);
     suite_add_tcase(s, tc);
     tc = tcase("llm_program");
+    tcase_set_tags(tc, "programs");
     tcase_add_test(tc, test_generate_exact);
     tcase_add_test(tc, test_generate_default_math);
     tcase_add_test(tc, test_train_exact);

@@ -405,6 +405,7 @@ END_TEST
 Suite *suite_longrun(void) {
     Suite *s = suite_create("longrun");
     TCase *tc = tcase("longrun");
+    tcase_set_tags(tc, "programs");
     tcase_set_timeout(tc, 600);
     tcase_add_test(tc, test_classify_stops_and_resumes);
     tcase_add_test(tc, test_lora_stops_and_resumes);
