@@ -204,21 +204,30 @@ static nn_GPTConfig gpt_cfg(int64_t context) {
     return cfg;
 }
 
+/* The training steps' batch: 2 x 256 tokens and their targets, drawn as workloads.py draws them */
+static void random_tokens(Tensor **x, Tensor **y) {
+    torch_manual_seed(0);
+    ac_mark m = ac_arena_mark();
+    Tensor *data = torch_randint(0, 50257, SHAPE(2, 257));             /* data = torch.randint(0, 50257, (2, 257)) */
+    *x = ac_persist(torch_slice(data, 1, 0, 256));                     /* x, y = data[:, :-1], data[:, 1:] */
+    *y = ac_persist(torch_slice(data, 1, 1, 257));
+    ac_arena_release(m);
+}
+
+/* A step on 2 x 256 tokens that took s seconds, as workloads.py prints it */
+static void print_step(const char *workload, double s) {
+    char f[96];
+    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
+    print_line(workload, f);
+}
+
 static void gpt_124m(void) {
     torch_manual_seed(123);
     GptCtx c;
     c.model = nn_GPTModel_new(gpt_cfg(256));                           /* model = gpt_model(); model.train() */
     c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 4e-4, 0.9, 0.999, 1e-8, 0.1, false);
-    torch_manual_seed(0);
-    ac_mark m = ac_arena_mark();
-    Tensor *data = torch_randint(0, 50257, SHAPE(2, 257));             /* data = torch.randint(0, 50257, (2, 257)) */
-    c.x = ac_persist(torch_slice(data, 1, 0, 256));                    /* x, y = data[:, :-1], data[:, 1:] */
-    c.y = ac_persist(torch_slice(data, 1, 1, 257));
-    ac_arena_release(m);
-    double s = timed(gpt_step, &c, 1, 1, 3);                           /* timed(step, 1, 1, repeat=3) */
-    char f[96];
-    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
-    print_line("gpt-124m", f);
+    random_tokens(&c.x, &c.y);
+    print_step("gpt-124m", timed(gpt_step, &c, 1, 1, 3));                      /* timed(step, 1, 1, repeat=3) */
     ac_free(c.x);
     ac_free(c.y);
     optim_free(c.opt);
@@ -685,16 +694,8 @@ static void llm_train_workload(void) {
     LlmCtx c;
     c.model = nn_LLMModel_new(cfg);                                    /* model = Qwen3Model(cfg); model.train() */
     c.opt = optim_AdamW(nn_named_parameters(&c.model->module), 4e-4, 0.9, 0.999, 1e-8, 0.1, false);
-    torch_manual_seed(0);
-    ac_mark m = ac_arena_mark();
-    Tensor *data = torch_randint(0, 50257, SHAPE(2, 257));             /* data = torch.randint(0, 50257, (2, 257)) */
-    c.x = ac_persist(torch_slice(data, 1, 0, 256));                    /* x, y = data[:, :-1], data[:, 1:] */
-    c.y = ac_persist(torch_slice(data, 1, 1, 257));
-    ac_arena_release(m);
-    double s = timed(llm_step, &c, 1, 1, 3);                           /* timed(step, 1, 1, repeat=3) */
-    char f[96];
-    snprintf(f, sizeof f, "\"ms_per_step\": %.1f, \"tokens_per_s\": %.1f", s * 1e3, 512 / s);
-    print_line("llm-train", f);
+    random_tokens(&c.x, &c.y);
+    print_step("llm-train", timed(llm_step, &c, 1, 1, 3));                      /* timed(step, 1, 1, repeat=3) */
     ac_free(c.x);
     ac_free(c.y);
     optim_free(c.opt);
