@@ -238,21 +238,7 @@ static nn_GPTModel *model_for(const Flags *a) {
 
 /* ---- the chapter's figures (--plot) ---------------------------------------------------------------- */
 
-typedef struct { int64_t n, cap; double *x, *a, *b; } Series2;
-
-static void series_add(Series2 *s, double x, double a, double b) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->x = ac_realloc(s->x, sizeof(double) * (size_t)s->cap);
-        s->a = ac_realloc(s->a, sizeof(double) * (size_t)s->cap);
-        s->b = ac_realloc(s->b, sizeof(double) * (size_t)s->cap);
-    }
-    s->x[s->n] = x, s->a[s->n] = a, s->b[s->n++] = b;
-}
-
-static void series_free(Series2 *s) { free(s->x), free(s->a), free(s->b); }
-
-typedef struct { const Series2 *loss, *acc; double examples_per_epoch; } Figures;
+typedef struct { const ac_points *loss, *acc; double examples_per_epoch; } Figures;
 
 static bool page_wanted; /* --html: the run draws its figure for the page too */
 static char *page_svg;
@@ -289,11 +275,11 @@ typedef struct {
     char **answers;                                 /* instruct: the first `done` answers (malloc'd) */
 } Stand;
 
-typedef struct { FILE *log; Series2 loss, acc; Stand at; bool resumed; } Run;
+typedef struct { FILE *log; ac_points loss, acc; Stand at; bool resumed; } Run;
 
 static void run_free(Run *run) {
     if (run->log) fclose(run->log);
-    series_free(&run->loss), series_free(&run->acc);
+    ac_points_free(&run->loss), ac_points_free(&run->acc);
     free(run->at.order);
     for (int64_t i = 0; run->at.answers && i < run->at.done; i++) free(run->at.answers[i]);
     free(run->at.answers);
@@ -310,18 +296,18 @@ static void stand_in_epoch(Stand *s, int64_t epoch, const int64_t *order, int64_
     s->n_order = n;
 }
 
-static Tensor *series_tensor(const Series2 *s) { /* (n, 3): x, a, b */
+static Tensor *series_tensor(const ac_points *s) { /* (n, 3): x, a, b */
     Tensor *t = torch_zeros_dtype(SHAPE(s->n, 3), AC_FLOAT64);
     double *d = t->data;
     for (int64_t i = 0; i < s->n; i++) d[3 * i] = s->x[i], d[3 * i + 1] = s->a[i], d[3 * i + 2] = s->b[i];
     return t;
 }
 
-static bool series_from(Series2 *s, const Tensor *t) {
+static bool series_from(ac_points *s, const Tensor *t) {
     if (!t) return true;
     if (t->dtype != AC_FLOAT64 || t->ndim != 2 || t->shape[1] != 3) return false;
     const double *d = t->data;
-    for (int64_t i = 0; i < t->shape[0]; i++) series_add(s, d[3 * i], d[3 * i + 1], d[3 * i + 2]);
+    for (int64_t i = 0; i < t->shape[0]; i++) ac_points_add(s, d[3 * i], d[3 * i + 1], d[3 * i + 2]);
     return true;
 }
 
@@ -546,7 +532,7 @@ static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *tra
                 printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
                        (long long)global_step, train_loss, val_loss);
                 longrun_flush("finetune");
-                series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
+                ac_points_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
             }
             char what[64];
             snprintf(what, sizeof what, "epoch %lld/%lld  step", (long long)epoch + 1, (long long)num_epochs);
@@ -566,7 +552,7 @@ static int64_t train_classifier_simple(nn_GPTModel *model, TensorDataLoader *tra
         double val_accuracy = gpt_calc_accuracy_loader(val_loader, model, eval_iter);     // val_accuracy = calc_accuracy_loader(val_loader, model, eval_iter)
         printf("Training accuracy: %.2f%% | Validation accuracy: %.2f%%\n", train_accuracy * 100, val_accuracy * 100);
         longrun_flush("finetune");
-        series_add(&run->acc, (double)(epoch + 1), train_accuracy, val_accuracy);
+        ac_points_add(&run->acc, (double)(epoch + 1), train_accuracy, val_accuracy);
         at->epoch = epoch + 1, at->batches_done = -1;                             /* (C: the next epoch, from its start) */
         if (longrun_stopping()) break;
     }
@@ -1059,7 +1045,7 @@ static int64_t train_model_simple(nn_GPTModel *model, InstructDataLoader *train_
                 printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f\n", (long long)epoch + 1,
                        (long long)global_step, train_loss, val_loss);
                 longrun_flush("finetune");
-                series_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
+                ac_points_add(&run->loss, (double)(global_step + 1) / (double)per_epoch, train_loss, val_loss);
             }
             at->global_step = global_step, at->seen = tokens_seen;
             longrun_point("step", global_step);
@@ -1418,7 +1404,7 @@ static bool preference_fits(const PreferenceDataset *ds, const char *split, cons
     return true;
 }
 
-typedef struct { const Series2 *loss, *margin; double epochs; } DpoTracking; /* x: tokens seen */
+typedef struct { const ac_points *loss, *margin; double epochs; } DpoTracking; /* x: tokens seen */
 
 static void train_model_dpo_simple(nn_GPTModel *policy_model, nn_GPTModel *reference_model,   // def train_model_dpo_simple(policy_model, reference_model,
                                    PreferenceDataLoader *train_loader, PreferenceDataLoader *val_loader, //     train_loader, val_loader,
@@ -1461,8 +1447,8 @@ static void train_model_dpo_simple(nn_GPTModel *policy_model, nn_GPTModel *refer
                                                                beta, eval_iter);
                 double train_reward_margin = res.train_chosen_reward - res.train_rejected_reward; // train_reward_margin = ...
                 double val_reward_margin = res.val_chosen_reward - res.val_rejected_reward;
-                series_add(&run->loss, (double)tokens_seen, res.train_loss, res.val_loss); // tracking["train_losses"].append(res["train_loss"]) ...
-                series_add(&run->acc, (double)tokens_seen, train_reward_margin, val_reward_margin);
+                ac_points_add(&run->loss, (double)tokens_seen, res.train_loss, res.val_loss); // tracking["train_losses"].append(res["train_loss"]) ...
+                ac_points_add(&run->acc, (double)tokens_seen, train_reward_margin, val_reward_margin);
                 longrun_live_clear(&live);
                 printf("Ep %lld (Step %06lld): Train loss %.3f, Val loss %.3f, Train reward margins %.3f, "
                        "Val reward margins %.3f\n", (long long)epoch + 1, (long long)global_step, res.train_loss, // print(f"Ep {epoch+1} (Step {global_step:06d}): "

@@ -487,24 +487,6 @@ static char *token_ids_to_text(Tensor *ids, Tokenizer *tok, size_t *len) {
 
 /* ---- gpt train: chapter 5 --------------------------------------------------------------------------- */
 
-typedef struct { int64_t n, cap; double *epochs, *train, *val; } Curve;
-
-static bool curve_add(Curve *c, double epochs, double tl, double vl) {
-    if (c->n == c->cap) {
-        int64_t cap = c->cap ? 2 * c->cap : 64;
-        double *e = realloc(c->epochs, sizeof(double) * (size_t)cap), *t, *v;
-        if (e) c->epochs = e;
-        t = e ? realloc(c->train, sizeof(double) * (size_t)cap) : NULL;
-        if (t) c->train = t;
-        v = t ? realloc(c->val, sizeof(double) * (size_t)cap) : NULL;
-        if (v) c->val = v;
-        if (!v) return false;
-        c->cap = cap;
-    }
-    c->epochs[c->n] = epochs, c->train[c->n] = tl, c->val[c->n++] = vl;
-    return true;
-}
-
 /* Appendix D's schedule: a linear warmup from initial_lr to the peak, then a cosine decay to min_lr. */
 typedef struct { double peak_lr, initial_lr, min_lr; int64_t warmup_steps, total_steps; } Schedule;
 
@@ -518,13 +500,13 @@ static double schedule_lr(const Schedule *s, int64_t global_step) {
     return s->min_lr + (s->peak_lr - s->min_lr) * 0.5 * (1 + cos(M_PI * progress)); /* lr = min_lr + (peak_lr - min_lr) * 0.5 * (1 + math.cos(math.pi * progress)) */
 }
 
-typedef struct { const Curve *c; double tokens_per_epoch; const Schedule *lr; } CurvePlot;
+typedef struct { const ac_points *c; double tokens_per_epoch; const Schedule *lr; } CurvePlot;
 
 /* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
 static bool draw_losses(FILE *f, void *u) {
     const CurvePlot *p = u;
-    ac_series s[2] = {{"Training loss", p->c->n, p->c->epochs, p->c->train},
-                      {"Validation loss", p->c->n, p->c->epochs, p->c->val}};
+    ac_series s[2] = {{"Training loss", p->c->n, p->c->x, p->c->a},
+                      {"Validation loss", p->c->n, p->c->x, p->c->b}};
     ac_plot_opts o = {.title = "GPTModel on the text (chapter 5)", .xlabel = "Epochs", .ylabel = "Loss",
                       .x2label = "Tokens seen", .x2_per_x = p->tokens_per_epoch};
     if (!p->lr) return ac_plot_svg(f, &o, p->c->n ? 2 : 0, s);
@@ -544,7 +526,7 @@ static bool draw_losses(FILE *f, void *u) {
     return ok && !ferror(f);
 }
 
-static bool write_losses(const char *path, const Curve *c, double tokens_per_epoch, const Schedule *lr) {
+static bool write_losses(const char *path, const ac_points *c, double tokens_per_epoch, const Schedule *lr) {
     CurvePlot p = {c, tokens_per_epoch, lr};
     if (ac_write_file_atomic(path, draw_losses, &p)) return true;
     fprintf(stderr, "gpt: cannot write --plot %s: %s\n", path, strerror(errno));
@@ -561,7 +543,7 @@ typedef struct { Tensor *w; ac_heatmap_opts o; } Heat;
 static bool draw_heat(FILE *f, void *u) { return ac_heatmap_svg(f, ((Heat *)u)->w, &((Heat *)u)->o); }
 
 /* The trained model on the prompt: block 0's heads, and the sampler's top 25 after temperature 1.4 */
-static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, const Curve *curve, double tokens_per_epoch) {
+static void page_pictures(nn_GPTModel *model, Tokenizer *tok, Tensor *start, const ac_points *curve, double tokens_per_epoch) {
     CurvePlot cp = {curve, tokens_per_epoch, NULL};
     page_pics.loss_svg = ac_draw_to_string(draw_losses, &cp);
     ac_mark m = ac_arena_mark();
@@ -661,7 +643,7 @@ typedef struct {
     int64_t epoch, batches_done, global_step, tokens_seen; /* batches_done: of this epoch's, -1 at its start */
     DataLoaderIter *it;                                   /* this epoch's order, when batches_done >= 0 */
     int64_t train_windows, batch;
-    const Curve *curve;
+    const ac_points *curve;
 } Position;
 
 static bool save_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt, const Position *p) {
@@ -682,9 +664,9 @@ static bool save_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt,
         names[n] = "loader.order", tens[n++] = torch_tensor_long(p->it->order, SHAPE(p->train_windows));
     int64_t k = p->curve->n;
     if (k > 0) {
-        names[n] = "curve.epochs", tens[n++] = torch_tensor_double(p->curve->epochs, SHAPE(k));
-        names[n] = "curve.train", tens[n++] = torch_tensor_double(p->curve->train, SHAPE(k));
-        names[n] = "curve.val", tens[n++] = torch_tensor_double(p->curve->val, SHAPE(k));
+        names[n] = "curve.epochs", tens[n++] = torch_tensor_double(p->curve->x, SHAPE(k));
+        names[n] = "curve.train", tens[n++] = torch_tensor_double(p->curve->a, SHAPE(k));
+        names[n] = "curve.val", tens[n++] = torch_tensor_double(p->curve->b, SHAPE(k));
     }
     longrun_save_begin(path);
     bool ok = nn_GPTModel_save(path, model, opt, (nn_TensorList){n, names, tens}, 6, meta, err, sizeof err);
@@ -710,7 +692,7 @@ static bool meta_int(const safetensors_File *f, const char *key, int64_t min, in
 
 /* --load: the weights, AdamW, the generator and the position; false after a message */
 static bool load_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt, Position *p, DataLoaderIter *it,
-                     Curve *curve) {
+                     ac_points *curve) {
     char err[768];
     safetensors_File f;
     if (!nn_GPTModel_load(path, model, opt, &f, err, sizeof err)) {
@@ -754,7 +736,7 @@ static bool load_run(const char *path, nn_GPTModel *model, optim_Optimizer *opt,
     if (ce && ct && cv && ce->dtype == AC_FLOAT64 && ct->dtype == AC_FLOAT64 && cv->dtype == AC_FLOAT64 &&
         ce->ndim == 1 && torch_numel(ct) == torch_numel(ce) && torch_numel(cv) == torch_numel(ce))
         for (int64_t i = 0; i < torch_numel(ce); i++)
-            curve_add(curve, ((double *)ce->data)[i], ((double *)ct->data)[i], ((double *)cv->data)[i]);
+            ac_points_add(curve, ((double *)ce->data)[i], ((double *)ct->data)[i], ((double *)cv->data)[i]);
     return true;
 }
 
@@ -887,7 +869,7 @@ static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix
     char err[768], fb[40];
     nn_GPTModel *model = NULL;
     optim_Optimizer *opt = NULL;
-    Curve curve = {0};
+    ac_points curve = {0}; /* x: epochs seen, a: train loss, b: val loss */
     DataLoader train_loader = {0}, val_loader = {0};
     DataLoaderIter it = {0};
     Tensor *start = text_to_token_ids(a->prompt, tok, "--prompt");
@@ -987,7 +969,7 @@ static int cmd_train(const Flags *a) { // def cmd_train(a): (C: and cmd_appendix
                 printf("Ep %lld (%s %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, appd ? "Iter" : "Step", (long long)global_step,
                        py_3f(train_loss, b1), py_3f(val_loss, b2));
                 longrun_flush("gpt");
-                curve_add(&curve, (double)tokens_seen / tokens_per_epoch, train_loss, val_loss);
+                ac_points_add(&curve, (double)tokens_seen / tokens_per_epoch, train_loss, val_loss);
                 if (a->plot && !write_losses(a->plot, &curve, tokens_per_epoch, appd ? &sched : NULL)) rc = 1;
             }
             ac_arena_release(m);
@@ -1038,7 +1020,7 @@ save:
 done:
     if (log) fclose(log);
     DataLoaderIter_free(&it);
-    free(curve.epochs), free(curve.train), free(curve.val);
+    ac_points_free(&curve);
     if (train_loader.dataset) GPTDatasetV1_free((GPTDatasetV1 *)train_loader.dataset);
     if (val_loader.dataset) GPTDatasetV1_free((GPTDatasetV1 *)val_loader.dataset);
     optim_free(opt);

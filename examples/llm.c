@@ -611,18 +611,8 @@ static bool read_stand(const Flags *a, nn_LLMModel *model, optim_Optimizer *opt,
 }
 
 /* The Ep lines' losses over the epochs seen: the loss curve of --html's page */
-typedef struct { int64_t n, cap; double *epochs, *train, *val, tokens_per_epoch; } Curve;
-static Curve curve;
-
-static void curve_add(Curve *c, double epochs, double tl, double vl) {
-    if (c->n == c->cap) {
-        c->cap = c->cap ? 2 * c->cap : 64;
-        c->epochs = ac_realloc(c->epochs, sizeof(double) * (size_t)c->cap);
-        c->train = ac_realloc(c->train, sizeof(double) * (size_t)c->cap);
-        c->val = ac_realloc(c->val, sizeof(double) * (size_t)c->cap);
-    }
-    c->epochs[c->n] = epochs, c->train[c->n] = tl, c->val[c->n++] = vl;
-}
+static ac_points curve; /* x: epochs seen, a: train loss, b: val loss */
+static double curve_tokens_per_epoch;
 
 static int cmd_train(const Flags *a) {
     if (a->save) { /* (C: save_pretrained's directory: made if absent, checked before any work) */
@@ -714,7 +704,7 @@ static int cmd_train(const Flags *a) {
     longrun_show_progress();
     double t0 = cli_now_seconds();
     int64_t global_step = at.global_step, per_epoch = DataLoader_len(&train_loader); /* tokens_seen, global_step = 0, -1 (C: tokens_seen not kept: nothing prints it) */
-    curve.tokens_per_epoch = (double)(per_epoch * a->batch * context);          /* (C: every batch is whole: drop_last=True) */
+    curve_tokens_per_epoch = (double)(per_epoch * a->batch * context);          /* (C: every batch is whole: drop_last=True) */
     longrun_live live;
     longrun_live_start(&live, global_step + 1);
     int64_t epoch = at.epoch;
@@ -745,7 +735,7 @@ static int cmd_train(const Flags *a) {
                 printf("Ep %lld (Step %06lld): Train loss %s, Val loss %s\n", (long long)epoch + 1, (long long)global_step, /* print(f"Ep {epoch + 1} (Step {global_step:06d}): " */
                        py_3f(tl, fb), py_3f(vl, fb2));                            /*       f"Train loss {train_loss:.3f}, Val loss {val_loss:.3f}") */
                 longrun_flush("llm");
-                curve_add(&curve, (double)(global_step + 1) / (double)per_epoch, tl, vl); /* train_losses.append(train_loss); val_losses.append(val_loss) */
+                ac_points_add(&curve, (double)(global_step + 1) / (double)per_epoch, tl, vl); /* train_losses.append(train_loss); val_losses.append(val_loss) */
             }
             ac_arena_release(mk);
             char what[64];
@@ -820,10 +810,10 @@ static const char python_head[] = "Python (the book's qwen3.py and llama3.py, as
 
 /* plot_losses(epochs_seen, tokens_seen, train_losses, val_losses) */
 static bool draw_losses(FILE *f, void *u) {
-    const Curve *c = u;
-    ac_series s[2] = {{"Training loss", c->n, c->epochs, c->train}, {"Validation loss", c->n, c->epochs, c->val}};
+    const ac_points *c = u;
+    ac_series s[2] = {{"Training loss", c->n, c->x, c->a}, {"Validation loss", c->n, c->x, c->b}};
     ac_plot_opts o = {.title = "The model on the text (chapter 5's loop)", .xlabel = "Epochs", .ylabel = "Loss",
-                      .x2label = "Tokens seen", .x2_per_x = c->tokens_per_epoch};
+                      .x2label = "Tokens seen", .x2_per_x = curve_tokens_per_epoch};
     return ac_plot_svg(f, &o, c->n ? 2 : 0, s);
 }
 
@@ -925,7 +915,7 @@ int main(int argc, char **argv) {
     else if (a.cmd == TOKENIZE) rc = cmd_tokenize(&a);
     else if (a.cmd == GENERATE) rc = cmd_generate(&a);
     else rc = cmd_train(&a);
-    free(curve.epochs), free(curve.train), free(curve.val);
+    ac_points_free(&curve);
     ac_shutdown();
     return ac_finish_output("llm", rc);
 }

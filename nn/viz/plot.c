@@ -1,6 +1,7 @@
 /* Line plots (a loss curve): x and y axes with "nice" ticks (1, 2 or 5 times
  * a power of ten), up to 8 series, a legend. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "svg.h"
@@ -111,4 +112,19 @@ bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_serie
 #undef PY
     svg_end(f);
     return !ferror(f);
+}
+
+void ac_points_add(ac_points *p, double x, double a, double b) {
+    if (p->n == p->cap) {
+        p->cap = p->cap ? 2 * p->cap : 64;
+        p->x = ac_realloc(p->x, sizeof(double) * (size_t)p->cap);
+        p->a = ac_realloc(p->a, sizeof(double) * (size_t)p->cap);
+        p->b = ac_realloc(p->b, sizeof(double) * (size_t)p->cap);
+    }
+    p->x[p->n] = x, p->a[p->n] = a, p->b[p->n++] = b;
+}
+
+void ac_points_free(ac_points *p) {
+    free(p->x), free(p->a), free(p->b);
+    *p = (ac_points){0};
 }

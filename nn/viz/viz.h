@@ -78,6 +78,12 @@ typedef struct {
 } ac_plot_opts;
 /* Up to 8 series; non-finite points are skipped. */
 bool ac_plot_svg(FILE *f, const ac_plot_opts *opts, int n_series, const ac_series *series);
+/* A plot's points as a program collects them, one x and two y's a point (an Ep line's epochs seen,
+ * train and val loss): grown by ac_points_add (an error if memory runs out), freed by ac_points_free.
+ * {0} is empty. */
+typedef struct { int64_t n, cap; double *x, *a, *b; } ac_points;
+void ac_points_add(ac_points *p, double x, double a, double b);
+void ac_points_free(ac_points *p);
 
 /* ---- a page of code beside code (examples/article.c --html) --------------------------------------- */
 /* One self-contained XHTML-compatible page: no script, no network. The
