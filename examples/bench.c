@@ -637,21 +637,15 @@ static double read_bandwidth(int threads, uint64_t *check_out) {
 
 /* ---- llm-generate: Qwen3-0.6B's shape, greedy with the KV cache, against the memory limit ------------ */
 
-static void llm_generate_workload(void) {
-    nn_LLMConfig cfg = {.llama = false, .vocab_size = 151936, .context_length = 40960, .emb_dim = 1024, .n_heads = 16,
-                        .n_layers = 28, .hidden_dim = 3072, .head_dim = 128, .qk_norm = true, .n_kv_groups = 8,
-                        .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = true, .eos_token_id = -1};
-    torch_manual_seed(123);
-    nn_LLMModel *model = nn_LLMModel_new(cfg);
-    nn_LLMModel_tie_weights(model); /* Qwen3-0.6B's tied head: tok_emb's weight read once a token */
-    nn_eval(&model->module);
+/* The tokens/s of 24 greedy tokens after a 4-token prompt (its pass taken off), and the line. */
+static void llm_generate_timed(const char *workload, const char *shape, nn_LLMModel *model, const int64_t prompt[4],
+                               double bw, uint64_t check) {
     double weights = 0; /* what a token reads: every parameter but the embedding rows it does not look up */
     nn_TensorList ps = nn_named_parameters(&model->module);
     for (int i = 0; i < ps.n; i++) weights += (double)torch_numel(ps.tensors[i]);
-    uint64_t check;
-    double bw = read_bandwidth(torch_get_num_threads(), &check);
+    bool bf16 = nn_LLMModel_holds_bf16(model);
     ac_mark m = ac_arena_mark();
-    Tensor *idx = torch_tensor_long((int64_t[]){9707, 11, 1879, 0}, SHAPE(1, 4)); /* "Hello, world!" in Qwen3's ids */
+    Tensor *idx = torch_tensor_long(prompt, SHAPE(1, 4));
     llm_generate(model, idx, 2, 64, 0.0, -1, -1, true, NULL, NULL); /* warm-up */
     const int N = 24;
     double t = now();
@@ -660,15 +654,42 @@ static void llm_generate_workload(void) {
     t = now();
     llm_generate(model, idx, 1, 64, 0.0, -1, -1, true, NULL, NULL); /* the prompt's pass alone, taken off */
     s -= now() - t;
+    /* the first new token's id: the same model held either way gives the same greedy tokens */
+    int64_t first = ((const int64_t *)out->data)[out->offset + 4];
     ac_arena_release(m);
-    double tps = N / s, f32 = weights * 4, bf16 = weights * 2;
-    char f[480];
-    snprintf(f, sizeof f, "\"shape\": \"Qwen3-0.6B\", \"params\": %.0f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.1f, "
-             "\"read_gb_per_s\": %.2f, \"f32_gb_per_token\": %.3f, \"f32_limit_tokens_per_s\": %.2f, \"of_f32_limit\": %.2f, "
-             "\"bf16_gb_per_token\": %.3f, \"bf16_limit_tokens_per_s\": %.2f, \"of_bf16_limit\": %.2f, \"checksum\": %llu",
-             weights, tps, 1e3 / tps, bw / 1e9, f32 / 1e9, bw / f32, tps / (bw / f32), bf16 / 1e9,
-             bw / bf16, tps / (bw / bf16), (unsigned long long)((check + (uint64_t)out->shape[1]) & 1));
-    print_line("llm-generate", f);
+    double tps = N / s, held = weights * (bf16 ? 2 : 4), f32 = weights * 4, b16 = weights * 2;
+    char f[560];
+    snprintf(f, sizeof f, "\"shape\": \"%s\", \"held\": \"%s\", \"params\": %.0f, \"tokens_per_s\": %.2f, \"ms_per_token\": %.1f, "
+             "\"read_gb_per_s\": %.2f, \"gb_per_token\": %.3f, \"limit_tokens_per_s\": %.2f, \"of_limit\": %.2f, "
+             "\"of_f32_limit\": %.2f, \"of_bf16_limit\": %.2f, \"first_token\": %lld, \"checksum\": %llu",
+             shape, bf16 ? "bfloat16" : "float32", weights, tps, 1e3 / tps, bw / 1e9, held / 1e9, bw / held, tps / (bw / held),
+             tps / (bw / f32), tps / (bw / b16), (long long)first, (unsigned long long)((check + (uint64_t)out->shape[1]) & 1));
+    print_line(workload, f);
+}
+
+/* Greedy generation of a random model of a released model's shape (its head tied, as theirs is), its
+ * weights held in float32 and then in bfloat16, against the memory limit at this thread count. */
+static void llm_generate_workload(bool llama) {
+    nn_LLMConfig qwen = {.llama = false, .vocab_size = 151936, .context_length = 40960, .emb_dim = 1024, .n_heads = 16,
+                         .n_layers = 28, .hidden_dim = 3072, .head_dim = 128, .qk_norm = true, .n_kv_groups = 8,
+                         .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = true, .eos_token_id = -1};
+    nn_LLMConfig llama3 = {.llama = true, .vocab_size = 128256, .context_length = 131072, .emb_dim = 2048, .n_heads = 32,
+                           .n_layers = 16, .hidden_dim = 8192, .head_dim = 64, .n_kv_groups = 8, .rope_base = 500000.0,
+                           .rms_norm_eps = 1e-5, .has_rope_freq = true,
+                           .rope_freq = {.factor = 32.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0,
+                                         .original_context_length = 8192},
+                           .tie_word_embeddings = true, .eos_token_id = -1};
+    const int64_t qwen_ids[4] = {9707, 11, 1879, 0}, llama_ids[4] = {9906, 11, 1917, 0}; /* "Hello, world!" */
+    torch_manual_seed(123);
+    nn_LLMModel *model = nn_LLMModel_new(llama ? llama3 : qwen);
+    nn_LLMModel_tie_weights(model);
+    nn_eval(&model->module);
+    uint64_t check;
+    double bw = read_bandwidth(torch_get_num_threads(), &check);
+    const char *name = llama ? "llm-generate-llama" : "llm-generate", *shape = llama ? "Llama-3.2-1B" : "Qwen3-0.6B";
+    llm_generate_timed(name, shape, model, llama ? llama_ids : qwen_ids, bw, check);
+    nn_LLMModel_hold_bf16(model); /* random BF16 weights, as model.to(torch.bfloat16) rounds them */
+    llm_generate_timed(name, shape, model, llama ? llama_ids : qwen_ids, bw, check);
     nn_LLMModel_free(model);
     ac_shutdown();
 }
@@ -752,9 +773,11 @@ static void usage(FILE *f) {
                "                77 tokens (ms/step, the reference's share, its MB; not in workloads.py: tests/tools/dpo_bench.py)\n"
                "  tokenize      GPT-2's tokenizer on ../shared/data (or $AC_SHARED/data): vocabulary load (ms),\n"
                "                the-verdict encoded cold and 10 MB of it warm, decoding (MB/s; not in workloads.py)\n"
-               "  llm-generate  24 greedy tokens of a random Qwen3 of Qwen3-0.6B's shape, KV cache (not in workloads.py):\n"
-               "                tokens/s against the memory limit, the weight bytes a token reads (float32, as held;\n"
-               "                and BF16's) over the read bandwidth at this thread count, as `floor` measures it\n"
+               "  llm-generate  24 greedy tokens of a random Qwen3 of Qwen3-0.6B's shape, KV cache (not in workloads.py),\n"
+               "                its weights held in float32, then in bfloat16: tokens/s against the memory limit, the\n"
+               "                weight bytes a token reads over the read bandwidth at this thread count, as `floor`\n"
+               "                measures it\n"
+               "  llm-generate-llama  the same at Llama-3.2-1B's shape (16 layers, emb 2048, 32 heads of 64, hidden 8192)\n"
                "  llm-train     one AdamW step of a Qwen3 of GPT-2 small's size (emb 768, 12 layers, 12 heads, 4 kv\n"
                "                groups, hidden 2048, GPT-2's vocab, its own head) on 2 x 256 tokens (ms/step, peak RSS;\n"
                "                not in workloads.py: tests/tools/llm_bench.py)\n"
@@ -808,7 +831,8 @@ int main(int argc, char **argv) {
         else if (strcmp(w, "gpt-sft") == 0) gpt_sft();
         else if (strcmp(w, "gpt-dpo") == 0) gpt_dpo();
         else if (strcmp(w, "floor") == 0) floor_probe();
-        else if (strcmp(w, "llm-generate") == 0) llm_generate_workload();
+        else if (strcmp(w, "llm-generate") == 0) llm_generate_workload(false);
+        else if (strcmp(w, "llm-generate-llama") == 0) llm_generate_workload(true);
         else if (strcmp(w, "llm-train") == 0) llm_train_workload();
         else if (strcmp(w, "long-context") == 0) { /* fused first: peak RSS only grows */
             train("long-context", 65, 4096, 1, 128, 4, 2, true);

@@ -61,6 +61,9 @@ static void usage(FILE *f) {
             "  --temperature T, --top-k K   chapter 5's sampler\n"
             "  --print-ids          print the prompt's ids and the new ones on one line (what --ids prints)\n"
             "  --no-kv-cache        recompute the window for every token (the book's loop without its cache)\n"
+            "  --float32            hold BF16 files' weights in float32 (model.to(torch.float32)); by default generate\n"
+            "                       holds them as they are, half the bytes a token reads (the math is float32 either\n"
+            "                       way); --exact always widens them\n"
             "train (gpt train's flags and lines):\n"
             "  --data FILE --tokenizer DIR (GPT-2's encoder.json + vocab.bpe or vocab.json + merges.txt, or a tokenizer.json)\n"
             "  --context N (default max_position_embeddings) --batch 2 --epochs 10 --lr 0.0004 --weight-decay 0.1\n"
@@ -79,7 +82,7 @@ typedef struct {
     const char *model, *config, *ids, *prompt, *data, *tokenizer, *log, *save, *save_dtype, *resume, *html;
     long long seed, max_new_tokens, top_k, context, batch, epochs, eval_freq, eval_iter, sample_tokens, threads;
     double temperature, lr, weight_decay, train_ratio;
-    bool print_ids, print_model, no_kv_cache, exact, chat, think;
+    bool print_ids, print_model, no_kv_cache, exact, chat, think, float32;
 } Flags;
 
 enum { GENERATE, TRAIN, TOKENIZE };
@@ -117,6 +120,7 @@ static int parse_flags(int argc, char **argv, Flags *a) {
         CLI_SWITCH_FLAG("--chat", &a->chat, ON(GENERATE) | ON(TOKENIZE)),
         CLI_SWITCH_FLAG("--think", &a->think, ON(GENERATE) | ON(TOKENIZE)),
         CLI_SWITCH_FLAG("--no-kv-cache", &a->no_kv_cache, MODEL),
+        CLI_SWITCH_FLAG("--float32", &a->float32, ON(GENERATE)),
         CLI_TEXT_FLAG("--tokenizer", &a->tokenizer, CLI_ALL),
         CLI_TEXT_FLAG("--data", &a->data, ON(TRAIN)),
         CLI_INT_FLAG("--context", &a->context, 1, BIG, ON(TRAIN)),
@@ -161,11 +165,13 @@ static int parse_flags(int argc, char **argv, Flags *a) {
     return 0;
 }
 
-/* The model: --model DIR (its weights), or --config FILE.json drawn after torch.manual_seed(seed). */
+/* The model: --model DIR (its weights), or --config FILE.json drawn after torch.manual_seed(seed).
+ * generate holds BF16 files' matrices as BF16 in default math (a token reads every weight once). */
 static nn_LLMModel *make_model(const Flags *a) {
     char err[1024];
     if (a->model) {
-        nn_LLMModel *m = llm_from_pretrained(a->model, err, sizeof err);
+        bool bf16 = a->cmd == GENERATE && !a->exact && !a->float32 && !a->print_model;
+        nn_LLMModel *m = llm_from_pretrained_ex(a->model, bf16, err, sizeof err);
         if (!m) fprintf(stderr, "llm: --model %s\n", err);
         return m;
     }

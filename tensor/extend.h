@@ -9,6 +9,8 @@
 #ifndef ATTENTION_EXTEND_H
 #define ATTENTION_EXTEND_H
 
+#include <string.h>
+
 #include "tensor.h"
 
 #ifdef __cplusplus
@@ -24,6 +26,22 @@ typedef void (*ac_task)(void *ctx, int64_t begin, int64_t end, int chunk);
 void ac_parallel_for(int64_t n, int64_t grain, ac_task fn, void *ctx);
 int ac_parallel_chunks(int64_t n, int64_t grain);
 #define AC_GRAIN 32768 /* elements of a cheap elementwise loop worth a thread */
+
+/* ---- bfloat16 (AC_BFLOAT16's storage) -------------------------------------------
+ * bfloat16 is float32's top half: widening is exact; narrowing rounds to nearest even, as
+ * .to(torch.bfloat16) does (a NaN stays a quiet NaN) */
+static inline float ac_bf16_to_f32(uint16_t h) {
+    uint32_t u = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+static inline uint16_t ac_f32_to_bf16(float f) {
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1)) >> 16);
+}
 
 /* ---- the autograd graph, read only ---------------------------------------------
  * fn = t->grad_fn. Input k of fn is the tensor it was given; ac_grad_fn_next

@@ -296,6 +296,12 @@ void ac_gemm_serial(int64_t M, int64_t N, int64_t K, const float *A, int64_t rsa
 size_t ac_gemm_scratch(int64_t N, int64_t K);
 const char *ac_gemm_fast_kernel_name(void);
 bool ac_gemm_use_kernel(const char *name); /* tests: "avx512", "avx2+fma", "portable"; false if absent */
+/* C[M,N] = A[M,K] @ W[N,K]^T with W held as bfloat16 (gemm_bf16.c; default math): each output the
+ * same bits for any M, thread count or instruction set. _with: one path, serially (tests; false
+ * where the CPU lacks it). */
+void ac_gemm_bf16(int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *W, float *C, int64_t ldc);
+bool ac_gemm_bf16_with(ac_isa isa, int64_t M, int64_t N, int64_t K, const float *A, int64_t lda, const uint16_t *W, float *C,
+                       int64_t ldc);
 
 /* C[M,N] = A[M,K] @ B[K,N], row-major with leading dims; sums run over k in
  * order (as reference BLAS does). accumulate: C += instead of C =. */

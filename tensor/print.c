@@ -42,7 +42,7 @@ typedef struct {
 } Fmt;
 
 static double value_at(const Tensor *t, int64_t off) { return ac_element_at(t, off); }
-static bool floating(ac_dtype d) { return d == AC_FLOAT32 || d == AC_FLOAT64; }
+static bool floating(ac_dtype d) { return d == AC_FLOAT32 || d == AC_FLOAT64 || d == AC_BFLOAT16; }
 
 /* Element text before right-alignment. */
 static int elem_text(const Fmt *f, double v, char *out, size_t cap) {
@@ -210,8 +210,8 @@ char *torch_repr(const Tensor *t) {
         tensor_str(&b, t, 0, t->offset, 7, summarize, &f);
     }
     /* dtype=... for dtypes other than the defaults; empty tensors show it even for int64 and bool */
-    static const char *const torch_names[] = {"float32", "int64", "bool", "float64", "int32"};
-    if (t->dtype == AC_FLOAT64 || t->dtype == AC_INT32 || (n == 0 && t->dtype != AC_FLOAT32))
+    static const char *const torch_names[] = {"float32", "int64", "bool", "float64", "int32", "bfloat16"};
+    if (t->dtype == AC_FLOAT64 || t->dtype == AC_INT32 || t->dtype == AC_BFLOAT16 || (n == 0 && t->dtype != AC_FLOAT32))
         snprintf(sufs[ns++], sizeof sufs[0], "dtype=torch.%s", torch_names[t->dtype]);
     if (t->grad_fn) snprintf(sufs[ns++], sizeof sufs[0], "grad_fn=<%s>", torch_grad_fn_name(t));
     else if (t->requires_grad) snprintf(sufs[ns++], sizeof sufs[0], "requires_grad=True");
@@ -244,8 +244,9 @@ char *torch_size_str(const Tensor *t) {
 }
 
 const char *torch_dtype_str(ac_dtype dtype) {
-    static const char *const names[] = {"torch.float32", "torch.int64", "torch.bool", "torch.float64", "torch.int32"};
-    if ((int)dtype < 0 || (int)dtype > AC_INT32) ac_error("dtype: unknown dtype %d", (int)dtype);
+    static const char *const names[] = {"torch.float32", "torch.int64", "torch.bool", "torch.float64", "torch.int32",
+                                         "torch.bfloat16"};
+    if ((int)dtype < 0 || (int)dtype > AC_BFLOAT16) ac_error("dtype: unknown dtype %d", (int)dtype);
     return names[dtype];
 }
 

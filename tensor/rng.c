@@ -272,7 +272,7 @@ Tensor *torch_exponential_gen_(Tensor *t, double lambd, torch_Generator *generat
 
 /* t.random_(): numbers over the dtype's range as PyTorch 1.13's CPU kernel
  * draws them (uniform_int_distribution): int64 random64() % 2^63, int32
- * random() % 2^31, float32 random() % (2^24 + 1), float64 random64() %
+ * random() % 2^31, float32 random() % (2^24 + 1), bfloat16 random() % (2^8 + 1), float64 random64() %
  * (2^53 + 1), bool random() & 1. A DataLoader's seeds are int64 draws. */
 Tensor *torch_random_gen_(Tensor *t, torch_Generator *generator) {
     ac_check_inplace(t, "random_");
@@ -286,6 +286,7 @@ Tensor *torch_random_gen_(Tensor *t, torch_Generator *generator) {
         case AC_FLOAT32: ((float *)t->data)[off] = (float)(ac_random32(g) % ((1ULL << 24) + 1)); break;
         case AC_FLOAT64: ((double *)t->data)[off] = (double)(ac_random64(g) % ((1ULL << 53) + 1)); break;
         case AC_BOOL: ((bool *)t->data)[off] = ac_random32(g) & 1; break;
+        case AC_BFLOAT16: ((uint16_t *)t->data)[off] = ac_f32_to_bf16((float)(ac_random32(g) % ((1u << 8) + 1))); break;
         }
         ac_advance(t->ndim, t->shape, t->stride, idx, &off);
     }

@@ -10,12 +10,13 @@ size_t ac_dtype_size(ac_dtype d) {
     switch (d) {
     case AC_FLOAT32: case AC_INT32: return 4;
     case AC_INT64: case AC_FLOAT64: return 8;
+    case AC_BFLOAT16: return 2;
     default: return 1;
     }
 }
 
 const char *ac_dtype_name(ac_dtype d) {
-    static const char *const names[] = {"Float", "Long", "Bool", "Double", "Int"};
+    static const char *const names[] = {"Float", "Long", "Bool", "Double", "Int", "BFloat16"};
     return names[d];
 }
 
@@ -256,6 +257,7 @@ double ac_element_at(const Tensor *t, int64_t off) {
     case AC_INT64: return (double)((const int64_t *)t->data)[off];
     case AC_FLOAT64: return ((const double *)t->data)[off];
     case AC_INT32: return ((const int32_t *)t->data)[off];
+    case AC_BFLOAT16: return ac_bf16_to_f32(((const uint16_t *)t->data)[off]);
     default: return ((const bool *)t->data)[off];
     }
 }
@@ -267,6 +269,7 @@ void ac_store_element(Tensor *t, int64_t off, double v) {
     case AC_FLOAT64: ((double *)t->data)[off] = v; break;
     case AC_INT32: ((int32_t *)t->data)[off] = (int32_t)v; break;
     case AC_BOOL: ((bool *)t->data)[off] = v != 0; break;
+    case AC_BFLOAT16: ((uint16_t *)t->data)[off] = ac_f32_to_bf16((float)v); break; /* as PyTorch: to float, then to bfloat16 */
     }
 }
 

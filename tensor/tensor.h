@@ -55,8 +55,11 @@ extern "C" {
 #define TENSORS(...) ((int)(sizeof((Tensor *[]){__VA_ARGS__}) / sizeof(Tensor *))), ((Tensor *[]){__VA_ARGS__})
 
 /* Ops compute in float32 (with int64 indices and bool masks); float64 and
- * int32 tensors can be made, copied and printed, as PyTorch prints them. */
-typedef enum { AC_FLOAT32 = 0, AC_INT64 = 1, AC_BOOL = 2, AC_FLOAT64 = 3, AC_INT32 = 4 } ac_dtype;
+ * int32 tensors can be made, copied and printed, as PyTorch prints them.
+ * bfloat16 is storage for a weight held so for generation (half float32's
+ * bytes): torch_linear and torch_embedding read it, widening each value
+ * exactly, with no gradient; torch_copy_ converts both ways. */
+typedef enum { AC_FLOAT32 = 0, AC_INT64 = 1, AC_BOOL = 2, AC_FLOAT64 = 3, AC_INT32 = 4, AC_BFLOAT16 = 5 } ac_dtype;
 
 struct Node;
 

@@ -14,6 +14,7 @@ Suite *suite_hf_tokenizer(void); /* tests/test_hf_tokenizer.c */
 Suite *suite_llm(void);       /* tests/test_llm.c */
 Suite *suite_dpo(void);       /* tests/test_dpo.c */
 Suite *suite_exact_orders(void); /* tests/test_exact_orders.c */
+Suite *suite_bf16(void);      /* tests/test_bf16.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -51,6 +52,7 @@ int main(void) {
     srunner_add_suite(sr, suite_instruct());
     srunner_add_suite(sr, suite_finetune());
     srunner_add_suite(sr, suite_llm());
+    srunner_add_suite(sr, suite_bf16());
     srunner_add_suite(sr, suite_dpo());
     srunner_add_suite(sr, suite_exact_orders());
     srunner_run_all(sr, CK_NORMAL);

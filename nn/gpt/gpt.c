@@ -16,6 +16,7 @@ static const char *dtype_str(const Tensor *t) {
     case AC_BOOL: return "bool";
     case AC_FLOAT64: return "float64";
     case AC_INT32: return "int32";
+    case AC_BFLOAT16: return "bfloat16";
     }
     return "?";
 }

@@ -20,7 +20,8 @@
 
 /* safetensors' dtype names for every dtype attention.c stores */
 static const struct { ac_dtype dtype; const char *tag; } dtypes[] = {
-    {AC_FLOAT32, "F32"}, {AC_FLOAT64, "F64"}, {AC_INT64, "I64"}, {AC_INT32, "I32"}, {AC_BOOL, "BOOL"}};
+    {AC_FLOAT32, "F32"}, {AC_FLOAT64, "F64"}, {AC_INT64, "I64"}, {AC_INT32, "I32"}, {AC_BOOL, "BOOL"},
+    {AC_BFLOAT16, "BF16"}};
 #define N_DTYPES (sizeof dtypes / sizeof *dtypes)
 
 static const char *dtype_tag(ac_dtype d) {

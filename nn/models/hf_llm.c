@@ -12,7 +12,8 @@
  *     lm_head.weight                                   out_head.weight (absent with tie_word_embeddings: tied)
  *
  * Every file, name, dtype, shape and offset is checked before the model is built; a message names
- * the file and the key. The data are read tensor by tensor, widened to float32 (model.to(torch.float32)). */
+ * the file and the key. The data are read tensor by tensor, widened to float32 (model.to(torch.float32)),
+ * or, for generation in default math (llm_from_pretrained_ex), BF16 matrices kept as they are. */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -399,13 +400,6 @@ static const Entry *find(const Index *x, const char *name) {
     return NULL;
 }
 
-static float bf16_to_f32(uint16_t h) {
-    uint32_t u = (uint32_t)h << 16;
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
 static float f16_to_f32(uint16_t h) {
     uint32_t sign = (uint32_t)(h >> 15) << 31, exp = (h >> 10) & 0x1f, man = h & 0x3ff, u;
     if (exp == 0x1f) u = sign | 0x7f800000u | (man << 13);
@@ -438,13 +432,16 @@ static bool read_tensor(const Index *x, const Entry *e, Tensor *dst, char *err, 
         return false;
     }
     float *o = dst->data;
+    uint16_t *o16 = dst->data; /* a weight held as bfloat16 (its file's BF16, bit for bit) */
     for (size_t i = 0; i < n; i++) { /* little-endian, whatever the host */
-        if (e->dtype == ST_F32) {
+        if (dst->dtype == AC_BFLOAT16) {
+            o16[i] = (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
+        } else if (e->dtype == ST_F32) {
             uint32_t u = (uint32_t)buf[4 * i] | (uint32_t)buf[4 * i + 1] << 8 | (uint32_t)buf[4 * i + 2] << 16 | (uint32_t)buf[4 * i + 3] << 24;
             memcpy(&o[i], &u, 4);
         } else {
             uint16_t h = (uint16_t)(buf[2 * i] | buf[2 * i + 1] << 8);
-            o[i] = e->dtype == ST_BF16 ? bf16_to_f32(h) : f16_to_f32(h);
+            o[i] = e->dtype == ST_BF16 ? ac_bf16_to_f32(h) : f16_to_f32(h);
         }
     }
     free(buf);
@@ -456,6 +453,10 @@ static const char *index_path(const char *dir, const Index *x) {
 }
 
 nn_LLMModel *llm_from_pretrained(const char *dir, char *err, size_t errlen) {
+    return llm_from_pretrained_ex(dir, false, err, errlen);
+}
+
+nn_LLMModel *llm_from_pretrained_ex(const char *dir, bool hold_bf16, char *err, size_t errlen) {
     nn_LLMConfig cfg;
     char *cp = join(dir, "config.json");
     bool ok = llm_config_load(cp, &cfg, err, errlen);
@@ -487,8 +488,13 @@ nn_LLMModel *llm_from_pretrained(const char *dir, char *err, size_t errlen) {
             FAIL("%s: tensor \"%s\" has shape %s; config.json makes it %s", x.files[e->file].path, w[i].hub, got, want);
         }
     }
+    for (int i = 0; hold_bf16 && i < nw; i++) { /* held as BF16 only when every matrix is BF16 in the files */
+        const Entry *e = find(&x, w[i].hub);
+        if (e && w[i].nd == 2 && e->dtype != ST_BF16) hold_bf16 = false;
+    }
     model = nn_LLMModel_new(cfg);
     if (cfg.tie_word_embeddings && !has_head) nn_LLMModel_tie_weights(model); /* model.out_head.weight = model.tok_emb.weight */
+    if (hold_bf16) nn_LLMModel_hold_bf16(model); /* the matrices then read bit for bit from the files */
     int ns = slots_of(model, NULL);
     Slot *s = ac_malloc(sizeof *s * (size_t)ns);
     slots_of(model, s);
@@ -508,14 +514,6 @@ fail:
 }
 
 /* ---- saving ----------------------------------------------------------------------------------------------- */
-
-static uint16_t f32_to_bf16(float f) { /* round to nearest even, as .to(torch.bfloat16); NaN stays NaN */
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
 
 static uint16_t f32_to_f16(float f) { /* round to nearest even */
     uint32_t u;
@@ -609,11 +607,13 @@ bool llm_save_pretrained(nn_LLMModel *model, const char *dir, const char *dtype,
         Tensor *t = torch_contiguous(s[i].t);
         size_t n = (size_t)torch_numel(t);
         const float *src = (const float *)t->data + t->offset;
+        const uint16_t *src16 = (const uint16_t *)t->data + t->offset; /* a weight held as bfloat16 */
         unsigned char *buf = ac_malloc(n * es + 1);
         for (size_t j = 0; j < n; j++) {
+            float v = t->dtype == AC_BFLOAT16 ? ac_bf16_to_f32(src16[j]) : src[j];
             uint32_t u;
-            if (d == ST_F32) memcpy(&u, &src[j], 4);
-            else u = d == ST_BF16 ? f32_to_bf16(src[j]) : f32_to_f16(src[j]);
+            if (d == ST_F32) memcpy(&u, &v, 4);
+            else u = d == ST_BF16 ? ac_f32_to_bf16(v) : f32_to_f16(v);
             for (size_t b = 0; b < es; b++) buf[j * es + b] = (unsigned char)(u >> (8 * b));
         }
         ok = fwrite(buf, 1, n * es, f) == n * es;

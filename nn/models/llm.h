@@ -17,7 +17,8 @@
  * Hugging Face's layout (config.json + model.safetensors, or shards with
  * model.safetensors.index.json; F32, BF16 or F16) both ways: llm_from_pretrained / llm_save_pretrained
  * (nn/models/hf_llm.c), the mapping of the book's load_weights_into_qwen / load_weights_into_llama.
- * All math is float32: BF16 and F16 weights are widened when read, as model.to(torch.float32). */
+ * All math is float32: BF16 and F16 weights are widened when read, as model.to(torch.float32), or for
+ * generation BF16 matrices are held as they are (nn_LLMModel_hold_bf16) and widened as each is used. */
 #ifndef ATTENTION_LLM_H
 #define ATTENTION_LLM_H
 
@@ -78,6 +79,13 @@ nn_LLMTransformerBlock *nn_LLMModel_block(nn_LLMModel *model, int i);
 /* model.out_head.weight = model.tok_emb.weight (out_head's own weight freed) */
 void nn_LLMModel_tie_weights(nn_LLMModel *model);
 Tensor *nn_LLMModel_forward(nn_LLMModel *model, Tensor *in_idx); /* (b, t) int64 -> (b, t, vocab) */
+/* Generation's weights held as bfloat16: tok_emb's and every Linear's (out_head's, tied or not), each
+ * rounded to nearest even (exact for values read from BF16 files); the norms stay float32. Generation
+ * reads every weight once a token, so this halves what a token reads. The math stays float32 (each
+ * weight widened as it is read); default math reads them as they are, exact math widens each matrix
+ * first (model.to(torch.float32)). For generating only: a gradient through them is an error. */
+void nn_LLMModel_hold_bf16(nn_LLMModel *model);
+bool nn_LLMModel_holds_bf16(const nn_LLMModel *model);
 
 /* The kv_cache/ variant: per block (1, n_kv_groups, capacity, head_dim) keys and values. */
 typedef struct { int64_t n_layers, capacity, len; Tensor **keys, **values; } llm_KVCache;
@@ -113,6 +121,9 @@ bool llm_config_load(const char *path, nn_LLMConfig *cfg, char *err, size_t errl
 /* DIR/config.json and DIR/model.safetensors (or the shards of DIR/model.safetensors.index.json):
  * every file, name, dtype and shape checked before a model is built; NULL with a message */
 nn_LLMModel *llm_from_pretrained(const char *dir, char *err, size_t errlen);
+/* the same; hold_bf16: when the files hold every matrix as BF16, keep them so (nn_LLMModel_hold_bf16),
+ * for generation; the model is built (and drawn) in float32 first, as the book's class is */
+nn_LLMModel *llm_from_pretrained_ex(const char *dir, bool hold_bf16, char *err, size_t errlen);
 /* the same layout back: config.json (the model's, torch_dtype dtype's) and model.safetensors,
  * dtype "F32", "BF16" or "F16"; DIR must exist */
 bool llm_save_pretrained(nn_LLMModel *model, const char *dir, const char *dtype, char *err, size_t errlen);

@@ -96,6 +96,39 @@ void nn_LLMModel_tie_weights(nn_LLMModel *model) {                              
     model->tied = true;
 }
 
+/* ---- weights held as bfloat16, for generation ------------------------------------------------------ */
+
+static Tensor *bf16_copy(Tensor *t) {
+    Tensor *h = ac_persist_zeros(AC_BFLOAT16, t->ndim, t->shape);
+    const float *s = (const float *)t->data + t->offset; /* a parameter: persistent, contiguous */
+    uint16_t *d = h->data;
+    for (int64_t i = 0, n = torch_numel(t); i < n; i++) d[i] = ac_f32_to_bf16(s[i]);
+    h->is_param = true;
+    return h;
+}
+
+/* each Linear's and Embedding's "weight" replaced by its bfloat16 copy: the module's own entry and
+ * the struct's field (a tied head has neither entry nor weight of its own: done by the caller) */
+static void hold_bf16(nn_Module *m) {
+    bool linear = strcmp(m->type, "Linear") == 0, emb = strcmp(m->type, "Embedding") == 0;
+    for (int i = 0; (linear || emb) && i < m->n_params; i++)
+        if (strcmp(m->params[i].name, "weight") == 0 && m->params[i].t->dtype == AC_FLOAT32) {
+            Tensor *h = bf16_copy(m->params[i].t);
+            ac_free(m->params[i].t);
+            m->params[i].t = h;
+            if (linear) ((nn_Linear *)m)->weight = h;
+            else ((nn_Embedding *)m)->weight = h;
+        }
+    for (int i = 0; i < m->n_children; i++) hold_bf16(m->children[i].m);
+}
+
+void nn_LLMModel_hold_bf16(nn_LLMModel *model) {
+    hold_bf16(&model->module);
+    if (model->tied) model->out_head->weight = model->tok_emb->weight;
+}
+
+bool nn_LLMModel_holds_bf16(const nn_LLMModel *model) { return model->tok_emb->weight->dtype == AC_BFLOAT16; }
+
 static Tensor *causal_mask(int64_t pos_start, int64_t pos_end) { /* triu(ones(T, T), 1)[pos_start:pos_end, :T][None, None] */
     int64_t t = pos_end - pos_start;
     Tensor *mask = torch_empty(SHAPE(1, 1, t, pos_end), AC_BOOL);

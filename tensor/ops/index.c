@@ -124,7 +124,8 @@ Tensor *torch_index_select(Tensor *a, int64_t dim, Tensor *index) {
 }
 
 Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
-    ac_check_float(weight, "embedding");
+    ac_check_defined(weight, "embedding");
+    if (weight->dtype != AC_BFLOAT16) ac_check_float(weight, "embedding");
     if (weight->ndim != 2) ac_error("embedding: 'weight' must be 2-D (got %s)", ac_shape_str(weight));
     if (padding_idx < -1 || padding_idx >= weight->shape[0]) /* -1: none (C has no None) */
         ac_error("embedding: Padding_idx must be within num_embeddings (padding_idx=%lld, num_embeddings=%lld)",
@@ -135,6 +136,18 @@ Tensor *torch_embedding(Tensor *weight, Tensor *indices, int64_t padding_idx) {
     for (int i = 0; i < idx->ndim; i++) shape[i] = idx->shape[i];
     shape[idx->ndim] = dim;
     Tensor *out = ac_new(AC_FLOAT32, idx->ndim + 1, shape);
+    if (weight->dtype == AC_BFLOAT16) { /* a weight held for generation: its rows widened, exactly */
+        if (torch_is_grad_enabled() && weight->requires_grad)
+            ac_error("embedding: the weight %s is held as bfloat16, for generation: no gradient flows through it "
+                     "(run under torch.no_grad(), or hold the weights as float32 to train)", ac_shape_str(weight));
+        if (!torch_is_contiguous(weight)) ac_error("embedding: a bfloat16 weight must be contiguous, got %s", ac_shape_str(weight));
+        const uint16_t *wd = (const uint16_t *)weight->data + weight->offset;
+        const int64_t *ip = idx->data;
+        float *o = out->data;
+        for (int64_t j = 0; j < cnt; j++)
+            for (int64_t k = 0; k < dim; k++) o[j * dim + k] = ac_bf16_to_f32(wd[ip[j] * dim + k]);
+        return out;
+    }
     gather(ac_cdata(weight), 1, weight->shape[0], dim, idx->data, cnt, out->data);
     Node *n = AC_NODE("EmbeddingBackward0", scatter_add_backward, out, weight);
     if (n) *AC_CTX(n, IndexSaved) = (IndexSaved){idx, 1, weight->shape[0], dim, padding_idx};

@@ -59,9 +59,34 @@ static void bias_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         for (int64_t k = 0; k < j->out_f; k++) j->y[r * j->out_f + k] += j->b[k];
 }
 
+/* A weight held as bfloat16 (a model loaded for generation): no graph; fast math reads it as it
+ * is (gemm_bf16.c); exact math widens it first, as model.to(torch.float32) would have. */
+static Tensor *linear_bf16(Tensor *x, Tensor *w, Tensor *b) {
+    if (torch_is_grad_enabled() && (x->requires_grad || w->requires_grad || (b && b->requires_grad)))
+        ac_error("linear: the weight %s is held as bfloat16, for generation: no gradient flows through it "
+                 "(run under torch.no_grad(), or hold the weights as float32 to train)", ac_shape_str(w));
+    if (!torch_is_contiguous(w)) ac_error("linear: a bfloat16 weight must be contiguous, got %s", ac_shape_str(w));
+    if (ac_get_exact()) {
+        Tensor *wf = ac_new(AC_FLOAT32, 2, w->shape);
+        torch_copy_(wf, w);
+        return torch_linear(x, wf, b);
+    }
+    int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x), shape[AC_MAX_DIMS];
+    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
+    shape[x->ndim - 1] = out_f;
+    Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);
+    ac_gemm_bf16(rows, out_f, in_f, ac_cdata(x), in_f, (const uint16_t *)w->data + w->offset, y->data, out_f);
+    if (b) {
+        BiasJob j = {ac_cdata(b), y->data, out_f};
+        ac_parallel_for(rows, AC_GRAIN / (out_f + 1) + 1, bias_task, &j);
+    }
+    return y;
+}
+
 Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
     ac_check_float(x, "linear");
-    ac_check_float(w, "linear");
+    ac_check_defined(w, "linear");
+    if (w->dtype != AC_BFLOAT16) ac_check_float(w, "linear");
     if (w->ndim != 2) ac_error("linear: weight must be 2-D (out_features, in_features), got %s", ac_shape_str(w));
     if (x->ndim < 1) ac_error("linear: input must have at least 1 dimension");
     int64_t out_f = w->shape[0], in_f = w->shape[1];
@@ -73,6 +98,7 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
         if (b->ndim != 1 || b->shape[0] != out_f)
             ac_error("linear: bias must have shape [%lld], got %s", (long long)out_f, ac_shape_str(b));
     }
+    if (w->dtype == AC_BFLOAT16) return linear_bf16(x, w, b);
     int64_t rows = ac_rows(x), shape[AC_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = out_f;
