@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 # The library's folders, lowest layer first. A layer sees only the headers of the layers under it:
 # tensor/ is compiled with -Itensor alone, so an include of nn/ or optim/ there does not build.
 TENSOR_DIRS := tensor tensor/ops tensor/kernels
-NN_DIRS     := nn nn/text nn/io nn/gpt nn/models nn/viz
+NN_DIRS     := nn nn/text nn/io nn/models nn/models/gpt nn/viz
 LIB_DIRS    := $(TENSOR_DIRS) $(NN_DIRS) optim
 INC     := -Itensor $(NN_DIRS:%=-I%) -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
@@ -52,7 +52,7 @@ FORCE:
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
-            nn/text/data.h nn/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
+            nn/text/data.h nn/models/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
             nn/text/text_tokenizer.h nn/blocks.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
@@ -98,21 +98,21 @@ $(B)/gen/appendix_a_sources.h: examples/appendix_a.c $(B)/embed_source
 	$(B)/embed_source appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
 
 $(B)/gpt: $(B)/gen/gpt_sources.h
-$(B)/gen/gpt_sources.h: examples/gpt.c nn/gpt/gpt.c nn/attention.c $(B)/embed_source
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/models/gpt/gpt.c nn/attention.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source gpt_example_source examples/gpt.c && \
-	  $(B)/embed_source gpt_model_source nn/gpt/gpt.c && \
+	  $(B)/embed_source gpt_model_source nn/models/gpt/gpt.c && \
 	  $(B)/embed_source gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/finetune: $(B)/gen/finetune_sources.h
-$(B)/gen/finetune_sources.h: examples/finetune.c nn/gpt/classifier.c nn/lora.c nn/text/instruct.c nn/text/preference.c nn/gpt/dpo.c $(B)/embed_source
+$(B)/gen/finetune_sources.h: examples/finetune.c nn/models/gpt/classifier.c nn/lora.c nn/text/instruct.c nn/text/preference.c nn/models/gpt/dpo.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source finetune_example_source examples/finetune.c && \
-	  $(B)/embed_source finetune_classifier_source nn/gpt/classifier.c && \
+	  $(B)/embed_source finetune_classifier_source nn/models/gpt/classifier.c && \
 	  $(B)/embed_source finetune_lora_source nn/lora.c && \
 	  $(B)/embed_source finetune_instruct_source nn/text/instruct.c && \
 	  $(B)/embed_source finetune_preference_source nn/text/preference.c && \
-	  $(B)/embed_source finetune_dpo_source nn/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
+	  $(B)/embed_source finetune_dpo_source nn/models/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/llm: $(B)/gen/llm_sources.h
 $(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/rmsnorm.c nn/rope.c nn/swiglu.c nn/gqa.c $(B)/embed_source

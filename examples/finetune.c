@@ -1725,11 +1725,11 @@ static void write_classify_page(FILE *f, const char *out, size_t len) {
         {"model", NULL, finetune_lora_source, "nn/lora.c",
          page_lora ? "nn_LoRALayer_new nn_LoRALayer_forward nn_LinearWithLoRA_forward nn_replace_linear_with_lora"
                    : "nn_replace_linear_with_lora", "Appendix E: LoRALayer, LinearWithLoRA, replace_linear_with_lora"},
-        {"loss", "The last token's logits: loss and accuracy", finetune_classifier_source, "nn/gpt/classifier.c",
+        {"loss", "The last token's logits: loss and accuracy", finetune_classifier_source, "nn/models/gpt/classifier.c",
          "gpt_last_token_logits gpt_calc_loss_batch_cls gpt_calc_accuracy_loader", NULL},
         {"train", "Finetuning: train_classifier_simple", finetune_example_source, "examples/finetune.c",
          "train_classifier_simple", NULL},
-        {"use", "Using the classifier", finetune_classifier_source, "nn/gpt/classifier.c", "gpt_classify_review", NULL},
+        {"use", "Using the classifier", finetune_classifier_source, "nn/models/gpt/classifier.c", "gpt_classify_review", NULL},
     };
     write_sections(f, s, 6, cuts, "Loss and accuracy over the epochs (the chapter's figures)", 4);
     ac_page_end(f, "<p>attention.c: same seed, same numbers. The Check suite runs this command against finetune.py "
@@ -1778,7 +1778,7 @@ static void write_dpo_page(FILE *f, const char *out, size_t len) {
         {"data", NULL, finetune_example_source, "examples/finetune.c", "show_example show_gather",
          "The notebook's collate example and its gather demonstrations"},
         {"loss", "The DPO loss: compute_logprobs, compute_dpo_loss, a batch, the loaders", finetune_dpo_source,
-         "nn/gpt/dpo.c", "gpt_compute_logprobs gpt_compute_dpo_loss gpt_compute_dpo_loss_batch gpt_compute_dpo_loss_loader "
+         "nn/models/gpt/dpo.c", "gpt_compute_logprobs gpt_compute_dpo_loss gpt_compute_dpo_loss_batch gpt_compute_dpo_loss_loader "
          "gpt_evaluate_dpo_loss_loader", NULL},
         {"train", "Training: train_model_dpo_simple", finetune_example_source, "examples/finetune.c",
          "train_model_dpo_simple", NULL},

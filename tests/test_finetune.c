@@ -1,4 +1,4 @@
-/* Chapter 6's frozen model and appendix E's LoRA (nn/lora.c, nn/gpt/classifier.c) against what the
+/* Chapter 6's frozen model and appendix E's LoRA (nn/lora.c, nn/models/gpt/classifier.c) against what the
  * book's classes do in PyTorch (tests/data/lora_golden.txt and lora_repr_expected.txt, made by
  * tests/tools/gen_lora_golden.py) on a small GPTModel: the trainable counts, LoRA's draws, the last
  * token's logits, the first step's gradients and three AdamW steps' losses, print(model).

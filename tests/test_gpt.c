@@ -1,4 +1,4 @@
-/* The book's GPT (nn/gpt.h, ./build/gpt): the ops it added (var/std, comparisons), the
+/* The book's GPT (nn/models/gpt/gpt.h, ./build/gpt): the ops it added (var/std, comparisons), the
  * classes' names, sizes and refusals, and the program against what ../shared/pytorch/gpt.py
  * prints for small configs (tests/data/gpt_golden.txt, made by tests/tools/gen_gpt_golden.py):
  *   --exact: every printed line the same, except the two initial losses, whose 17 digits

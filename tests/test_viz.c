@@ -596,7 +596,7 @@ START_TEST(test_gpt_html) {
     ck_assert_int_eq(count(page, "<section id="), 6);
     ck_assert_int_eq(count(page, "<svg "), 3);
     ck_assert_int_eq(count(page, "<pre class=\"out\">"), 3);
-    ck_assert_msg(strstr(page, ">    self.eps = 1e-5</td>") != NULL, "a row of nn/gpt.c with its Python");
+    ck_assert_msg(strstr(page, ">    self.eps = 1e-5</td>") != NULL, "a row of nn/models/gpt/gpt.c with its Python");
     ck_assert_msg(strstr(page, ">def generate(model, idx, max_new_tokens,</td>") != NULL, "generate's def line");
     ck_assert_msg(strstr(page, "<span class=\"note\">(C: the cache is for eval mode;") != NULL, "a note of C's own, in C's column");
     ck_assert_msg(strstr(page, "<details><summary>") != NULL, "C's plumbing folded");

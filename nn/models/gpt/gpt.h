@@ -134,7 +134,7 @@ double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_
 void gpt_evaluate_model(nn_GPTModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,
                         double *train_loss, double *val_loss);
 
-/* ---- chapter 6: the classifier (nn/gpt/classifier.c) --------------------------------------------
+/* ---- chapter 6: the classifier (nn/models/gpt/classifier.c) -------------------------------------
  *     model(x)[:, -1, :]                          gpt_last_token_logits(model, x)
  *     calc_loss_batch(x, y, model)                gpt_calc_loss_batch_cls(x, y, model)
  *         (F.cross_entropy(model(x)[:, -1, :], y))
@@ -153,7 +153,7 @@ double gpt_calc_accuracy_loader(TensorDataLoader *loader, nn_GPTModel *model, in
 int gpt_classify_review(const char *text, nn_GPTModel *model, Tokenizer *tokenizer, int64_t max_length,
                         int64_t pad_token_id, char *err, size_t errlen);
 
-/* ---- checkpoints (nn/gpt_checkpoint.c) ----------------------------------------------------------
+/* ---- checkpoints (nn/models/gpt/gpt_checkpoint.c) -----------------------------------------------
  * safetensors: the state_dict under the book's names (trf_blocks.0.att.W_query.weight, ...; the
  * att.mask buffers too, as torch's state_dict has them), then, when opt is given, AdamW's state as
  * "optim.state.<i>.<name>" and the generator as "rng_state"; in the metadata "format"
@@ -179,7 +179,7 @@ bool nn_GPTModel_load(const char *path, nn_GPTModel *model, optim_Optimizer *opt
 bool nn_GPTModel_check_file(const char *path, nn_GPTModel *model, optim_Optimizer *opt, char *err, size_t errlen);
 
 /* OpenAI's GPT-2 from a Hugging Face directory (config.json + model.safetensors, as
- * openai-community/gpt2 ships them; nn/gpt2_weights.c): the config from config.json (qkv_bias,
+ * openai-community/gpt2 ships them; nn/models/gpt/gpt2_weights.c): the config from config.json (qkv_bias,
  * drop_rate 0), the weights by the book's load_weights_into_gpt (Conv1D [in, out] transposed, c_attn
  * split into W_query/W_key/W_value, out_head tied to wte, attn.bias buffers skipped, with or without
  * a "transformer." prefix). NULL and the reason (the key, the shapes) in err. The model is drawn
