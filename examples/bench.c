@@ -18,10 +18,11 @@
  *               1024, qkv_bias, no dropout), all trainable, on 8 x 64 tokens whose targets end in -100
  *               padding (ms/step, tokens/s, peak RSS)
  *   llm-generate  greedy tokens of a random Qwen3 of Qwen3-0.6B's shape (tied, 28 layers, emb 1024) with
- *               the KV cache, against the memory limit: the weight bytes a token reads (every weight
- *               once, float32 in memory as the model holds them; also what BF16 would read) over the
- *               read bandwidth that `floor` measures at this thread count (PyTorch's: the book's KV-cache
- *               loop in tests/tools/llm_bench.py, float32 and BF16)
+ *               the KV cache, its weights held in float32 and then in bfloat16, against the memory limit:
+ *               the weight bytes a token reads (every weight once, as held) over the read bandwidth that
+ *               `floor` measures at this thread count (PyTorch's: the book's KV-cache loop in
+ *               tests/tools/llm_bench.py, float32 and BF16)
+ *   llm-generate-llama  the same at Llama-3.2-1B's shape (16 layers, emb 2048, hidden 8192, tied)
  *   llm-train   one AdamW step of a Qwen3 of GPT-2 small's size (emb 768, 12 layers, 12 heads, 4 kv groups,
  *               hidden 2048, GPT-2's vocab, its own head) on 2 x 256 tokens (ms/step, peak RSS; PyTorch's
  *               in tests/tools/llm_bench.py)

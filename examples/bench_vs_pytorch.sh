@@ -3,8 +3,9 @@
 #   examples/bench_vs_pytorch.sh [WORKLOAD ...]      (default: all five, at 1 and 2 threads)
 # The GPT workloads take seconds to minutes a step and are named by hand: gpt-124m gpt-generate
 # gpt-classify gpt-lora gpt-sft gpt-dpo (gpt-sft holds about 9.3 GB on each side, one side at a time;
-# gpt-dpo, the DPO notebook's step, more: its PyTorch side is tests/tools/dpo_bench.py); llm-generate
-# and llm-train (Qwen3's; their PyTorch side is tests/tools/llm_bench.py, generation in float32 and BF16).
+# gpt-dpo, the DPO notebook's step, more: its PyTorch side is tests/tools/dpo_bench.py); llm-generate,
+# llm-generate-llama and llm-train (Qwen3's and Llama 3.2's; their PyTorch side is tests/tools/llm_bench.py,
+# generation in float32 and BF16).
 # Prints each side's JSON line per workload and thread count. PyTorch is
 # Debian's python3-torch, run with Debian's own python3; set OPENBLAS_CORETYPE
 # (SKYLAKEX with AVX-512, HASWELL with AVX2) where OpenBLAS misdetects the core:
@@ -40,9 +41,11 @@ for t in 1 2; do
         ./build/bench --threads "$t" "$w"
         if [ "$w" = gpt-dpo ]; then
             OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py tests/tools/dpo_bench.py --threads "$t"
-        elif [ "$w" = llm-generate ]; then
+        elif [ "$w" = llm-generate ] || [ "$w" = llm-generate-llama ]; then
+            shape=Qwen3-0.6B; [ "$w" = llm-generate-llama ] && shape=Llama-3.2-1B
             for dt in F32 BF16; do
-                OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py tests/tools/llm_bench.py "$w" --threads "$t" --dtype "$dt"
+                OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py tests/tools/llm_bench.py llm-generate --threads "$t" \
+                    --dtype "$dt" --shape "$shape"
             done
         elif [ "$w" = llm-train ]; then
             OPENBLAS_NUM_THREADS="$t" OMP_NUM_THREADS="$t" $py tests/tools/llm_bench.py "$w" --threads "$t"

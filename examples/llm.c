@@ -170,8 +170,10 @@ static int parse_flags(int argc, char **argv, Flags *a) {
 static nn_LLMModel *make_model(const Flags *a) {
     char err[1024];
     if (a->model) {
-        bool bf16 = a->cmd == GENERATE && !a->exact && !a->float32 && !a->print_model;
-        nn_LLMModel *m = llm_from_pretrained_ex(a->model, bf16, err, sizeof err);
+        /* generate: no draws before loading (the generator is seeded again before sampling) */
+        llm_load_options o = {.hold_bf16 = a->cmd == GENERATE && !a->exact && !a->float32 && !a->print_model,
+                              .skip_init = a->cmd == GENERATE};
+        nn_LLMModel *m = llm_from_pretrained_ex(a->model, o, err, sizeof err);
         if (!m) fprintf(stderr, "llm: --model %s\n", err);
         return m;
     }

@@ -25,6 +25,11 @@ nn_Linear *nn_Linear_new(int64_t in_features, int64_t out_features, bool bias) {
     l->in_features = in_features;
     l->out_features = out_features;
     l->module.extra_repr = linear_repr;
+    if (nn_skip_init()) { /* weights a loader writes next: no draws, no pages touched */
+        l->weight = nn_register_parameter_empty(&l->module, "weight", SHAPE(out_features, in_features));
+        if (bias) l->bias = nn_register_parameter_empty(&l->module, "bias", SHAPE(out_features));
+        return l;
+    }
     ac_mark mk = ac_arena_mark();
     /* reset_parameters(): kaiming_uniform_(weight, a=sqrt(5)), then the bias */
     double a = sqrt(5.0), gain = sqrt(2.0 / (1 + a * a)), fan_in = (double)in_features;
@@ -69,6 +74,10 @@ nn_Embedding *nn_Embedding_new_padded(int64_t num, int64_t dim, int64_t padding_
     e->embedding_dim = dim;
     e->padding_idx = padding_idx;
     e->module.extra_repr = embedding_repr;
+    if (nn_skip_init()) {
+        e->weight = nn_register_parameter_empty(&e->module, "weight", SHAPE(num, dim));
+        return e;
+    }
     ac_mark mk = ac_arena_mark();
     Tensor *w = torch_normal_(torch_empty(SHAPE(num, dim), AC_FLOAT32), 0.0, 1.0);
     if (padding_idx >= 0) /* drawn first, then zeroed, as reset_parameters does */

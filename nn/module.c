@@ -44,6 +44,27 @@ Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
     return p;
 }
 
+Tensor *nn_register_parameter_empty(nn_Module *m, const char *name, int ndim, const int64_t *shape) {
+    /* PyTorch's meta device: the shape alone, over one zero (every stride 0), no memory of its size */
+    if (ndim < 1 || ndim > AC_MAX_DIMS) ac_error("nn_register_parameter_empty: %d dimensions", ndim);
+    Tensor *p = ac_persist_zeros(AC_FLOAT32, 1, (int64_t[]){1});
+    p->ndim = ndim;
+    for (int d = 0; d < ndim; d++) p->shape[d] = shape[d], p->stride[d] = 0;
+    torch_requires_grad_(p, true);
+    p->is_param = true;
+    m->params = grow(m->params, m->n_params, sizeof *m->params);
+    m->params[m->n_params++] = (nn_Named){ac_strdup(name), p};
+    return p;
+}
+
+static _Thread_local bool skip_init;
+bool nn_set_skip_init(bool skip) {
+    bool prev = skip_init;
+    skip_init = skip;
+    return prev;
+}
+bool nn_skip_init(void) { return skip_init; }
+
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data) { return nn_adopt_buffer(m, name, ac_persist(data)); }
 
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *b) {

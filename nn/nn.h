@@ -64,8 +64,17 @@ Tensor *nn_Parameter(Tensor *data);          /* long-lived leaf that requires gr
 void *nn_module_new(size_t size, const char *type, nn_forward_fn forward);
 void nn_module_init(nn_Module *m, const char *type, nn_forward_fn forward); /* a struct you own */
 Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data); /* takes nn_Parameter(data) */
+/* nn_set_skip_init's parameter: this shape over one zero (every stride 0; PyTorch's meta device), for
+ * a loader to replace with storage of its own (nn_LLMModel_fresh_weights) */
+Tensor *nn_register_parameter_empty(nn_Module *m, const char *name, int ndim, const int64_t *shape);
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a ac_persist tensor, no copy */
+/* torch.nn.utils.skip_init's idea for a loader: while set, Linear and Embedding make their weights
+ * (and biases) as shapes alone (nn_register_parameter_empty), with no draws and no memory, for a
+ * loader that gives them storage and reads them in. The random generator is not advanced by them.
+ * Returns the previous setting. */
+bool nn_set_skip_init(bool skip);
+bool nn_skip_init(void);
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
 Tensor *nn_forward(nn_Module *m, Tensor *x);
 /* What Python does with a module's attributes, for the modules registered under names:

@@ -77,7 +77,7 @@ bool ac_close_output(FILE *f);
 float ac_norm2_f32(const float *x, int64_t n);
 
 /* ---- the book's GELU and LayerNorm as one op each (ops/fused.c) -------------------
- * The same bits as the book's lines op by op (nn/gpt/gpt.c), forward and every
+ * The same bits as the book's lines op by op (nn/models/gpt/gpt.c), forward and every
  * gradient, in exact and fast math, at any thread count; what autograd keeps is x
  * and one tensor (GELU) or three floats a row (LayerNorm) instead of each op's
  * result. grad_fn: BookGeluBackward0, BookLayerNormBackward0 (no PyTorch names:

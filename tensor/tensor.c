@@ -490,6 +490,11 @@ Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape) {
     return persist_alloc(dtype, ndim, shape, true);
 }
 
+Tensor *ac_persist_empty(ac_dtype dtype, int ndim, const int64_t *shape) {
+    check_shape(ndim, shape, "ac_persist_empty");
+    return persist_alloc(dtype, ndim, shape, false);
+}
+
 void ac_free(Tensor *t) {
     if (!t) return;
     if (!t->persistent) ac_error("ac_free: the tensor lives in the arena (only ac_persist tensors are freed one by one)");

@@ -117,6 +117,9 @@ void ac_fail_alloc_at(uint64_t n);
 uint64_t ac_alloc_count(void);                       /* allocations so far (malloc'd and arena blocks) */
 Tensor *ac_persist(Tensor *t);     /* long-lived contiguous copy (a leaf) */
 Tensor *ac_persist_zeros(ac_dtype dtype, int ndim, const int64_t *shape); /* long-lived zeros, no arena copy */
+/* long-lived and not initialised (torch.empty's memory): for what is written before it is read, as a
+ * loader's weights; a big one's pages are not touched until then */
+Tensor *ac_persist_empty(ac_dtype dtype, int ndim, const int64_t *shape);
 void ac_free(Tensor *t);              /* frees an ac_persist tensor and its .grad */
 
 /* ---- exact or fast math -------------------------------------------------------

@@ -167,6 +167,42 @@ START_TEST(test_model_held_bf16) {
 }
 END_TEST
 
+/* The loader's options: BF16 files held as they are, bit for bit; no draws (the generator untouched);
+ * the same weights as llm_from_pretrained's. F32 files stay float32 when asked to hold BF16. */
+START_TEST(test_loader_options) {
+    const char *dirs[] = {"llm/qwen_untied_bf16_sharded", "llm/llama_tied_bf16", "llm/qwen_tied_f32"};
+    char err[512];
+    for (int d = 0; d < 3; d++) {
+        const char *dir = data_path(dirs[d]);
+        torch_manual_seed(5);
+        double first = torch_item(torch_rand(SHAPE(1)));
+        torch_manual_seed(5);
+        nn_LLMModel *ref = llm_from_pretrained(dir, err, sizeof err);
+        ck_assert_msg(ref, "%s", err);
+        ck_assert(torch_item(torch_rand(SHAPE(1))) != first); /* the book's way: Qwen3Model(cfg) draws, then loads */
+        for (int k = 0; k < 2; k++) {
+            llm_load_options o = {.hold_bf16 = k == 1, .skip_init = true};
+            torch_manual_seed(5);
+            nn_LLMModel *m = llm_from_pretrained_ex(dir, o, err, sizeof err);
+            ck_assert_msg(m, "%s", err);
+            ck_assert(torch_item(torch_rand(SHAPE(1))) == first); /* no draws */
+            ck_assert(nn_LLMModel_holds_bf16(m) == (k == 1 && d < 2));
+            nn_TensorList a = nn_named_parameters(&ref->module), b = nn_named_parameters(&m->module);
+            ck_assert_int_eq(a.n, b.n);
+            for (int i = 0; i < a.n; i++) {
+                ck_assert_str_eq(a.names[i], b.names[i]);
+                Tensor *t = b.tensors[i];
+                ck_assert_int_eq(t->dtype, k == 1 && d < 2 && t->ndim == 2 ? AC_BFLOAT16 : AC_FLOAT32);
+                ck_assert_msg(torch_equal(a.tensors[i], t->dtype == AC_FLOAT32 ? t : widened(t)), "%s %s", dirs[d], a.names[i]);
+            }
+            ck_assert(!m->tied || m->out_head->weight == m->tok_emb->weight);
+            nn_LLMModel_free(m);
+        }
+        nn_LLMModel_free(ref);
+    }
+}
+END_TEST
+
 /* `llm generate` on BF16 files: held as BF16 (default), widened (--float32), exact: the same ids */
 START_TEST(test_llm_generate_held) {
     const char *models[] = {"llm/qwen_untied_bf16_sharded", "llm/llama_tied_bf16"};
@@ -196,6 +232,7 @@ Suite *suite_bf16(void) {
     tcase_add_test(tc, test_gemm_bf16_paths);
     tcase_add_test(tc, test_linear_embedding);
     tcase_add_test(tc, test_model_held_bf16);
+    tcase_add_test(tc, test_loader_options);
     tcase_add_test(tc, test_llm_generate_held);
     suite_add_tcase(s, tc);
     return s;

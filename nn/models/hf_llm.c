@@ -423,8 +423,18 @@ static bool read_tensor(const Index *x, const Entry *e, Tensor *dst, char *err, 
         return false;
     }
     size_t n = (size_t)torch_numel(dst), bytes = (size_t)(e->end - e->begin);
-    unsigned char *buf = ac_malloc(bytes ? bytes : 1);
+    const uint16_t one = 1;
+    /* the file's bytes are already the tensor's (a little-endian host, the same dtype): read in place */
+    bool in_place = *(const uint8_t *)&one == 1 && ((dst->dtype == AC_BFLOAT16 && e->dtype == ST_BF16) ||
+                                                    (dst->dtype == AC_FLOAT32 && e->dtype == ST_F32));
+    unsigned char *buf = in_place ? (unsigned char *)dst->data + (size_t)dst->offset * (dst->dtype == AC_FLOAT32 ? 4 : 2)
+                                  : ac_malloc(bytes ? bytes : 1);
     bool ok = fseek(f, (long)(sf->data_start + e->begin), SEEK_SET) == 0 && fread(buf, 1, bytes, f) == bytes;
+    if (in_place) {
+        fclose(f);
+        if (!ok) snprintf(err, errlen, "%s: cannot read tensor \"%s\"", sf->path, e->name);
+        return ok;
+    }
     fclose(f);
     if (!ok) {
         snprintf(err, errlen, "%s: cannot read tensor \"%s\"", sf->path, e->name);
@@ -453,10 +463,11 @@ static const char *index_path(const char *dir, const Index *x) {
 }
 
 nn_LLMModel *llm_from_pretrained(const char *dir, char *err, size_t errlen) {
-    return llm_from_pretrained_ex(dir, false, err, errlen);
+    return llm_from_pretrained_ex(dir, (llm_load_options){0}, err, errlen);
 }
 
-nn_LLMModel *llm_from_pretrained_ex(const char *dir, bool hold_bf16, char *err, size_t errlen) {
+nn_LLMModel *llm_from_pretrained_ex(const char *dir, llm_load_options o, char *err, size_t errlen) {
+    bool hold_bf16 = o.hold_bf16;
     nn_LLMConfig cfg;
     char *cp = join(dir, "config.json");
     bool ok = llm_config_load(cp, &cfg, err, errlen);
@@ -492,9 +503,12 @@ nn_LLMModel *llm_from_pretrained_ex(const char *dir, bool hold_bf16, char *err, 
         const Entry *e = find(&x, w[i].hub);
         if (e && w[i].nd == 2 && e->dtype != ST_BF16) hold_bf16 = false;
     }
+    bool prev_skip = nn_set_skip_init(o.skip_init);
     model = nn_LLMModel_new(cfg);
+    nn_set_skip_init(prev_skip);
     if (cfg.tie_word_embeddings && !has_head) nn_LLMModel_tie_weights(model); /* model.out_head.weight = model.tok_emb.weight */
-    if (hold_bf16) nn_LLMModel_hold_bf16(model); /* the matrices then read bit for bit from the files */
+    if (o.skip_init) nn_LLMModel_fresh_weights(model, hold_bf16 ? AC_BFLOAT16 : AC_FLOAT32); /* storage, read in below */
+    else if (hold_bf16) nn_LLMModel_hold_bf16(model); /* the matrices then read bit for bit from the files */
     int ns = slots_of(model, NULL);
     Slot *s = ac_malloc(sizeof *s * (size_t)ns);
     slots_of(model, s);

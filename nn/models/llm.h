@@ -85,6 +85,9 @@ Tensor *nn_LLMModel_forward(nn_LLMModel *model, Tensor *in_idx); /* (b, t) int64
  * weight widened as it is read); default math reads them as they are, exact math widens each matrix
  * first (model.to(torch.float32)). For generating only: a gradient through them is an error. */
 void nn_LLMModel_hold_bf16(nn_LLMModel *model);
+/* every matrix given fresh storage of dtype (float32 or bfloat16), not initialised: for a loader that
+ * reads them in next (after a model built with nn_set_skip_init, whose weights are shapes alone) */
+void nn_LLMModel_fresh_weights(nn_LLMModel *model, ac_dtype dtype);
 bool nn_LLMModel_holds_bf16(const nn_LLMModel *model);
 
 /* The kv_cache/ variant: per block (1, n_kv_groups, capacity, head_dim) keys and values. */
@@ -121,9 +124,13 @@ bool llm_config_load(const char *path, nn_LLMConfig *cfg, char *err, size_t errl
 /* DIR/config.json and DIR/model.safetensors (or the shards of DIR/model.safetensors.index.json):
  * every file, name, dtype and shape checked before a model is built; NULL with a message */
 nn_LLMModel *llm_from_pretrained(const char *dir, char *err, size_t errlen);
-/* the same; hold_bf16: when the files hold every matrix as BF16, keep them so (nn_LLMModel_hold_bf16),
- * for generation; the model is built (and drawn) in float32 first, as the book's class is */
-nn_LLMModel *llm_from_pretrained_ex(const char *dir, bool hold_bf16, char *err, size_t errlen);
+/* The same, for generation. hold_bf16: when the files hold every matrix as BF16, keep them so
+ * (nn_LLMModel_hold_bf16). skip_init: build the model without its draws (nn_set_skip_init), so that
+ * loading costs the file's reading alone and memory is only what is held; the random generator is
+ * then where it was (llm_from_pretrained draws, as the book's Qwen3Model(cfg) before
+ * load_weights_into_qwen does, which a run that samples or shuffles after loading depends on). */
+typedef struct { bool hold_bf16, skip_init; } llm_load_options;
+nn_LLMModel *llm_from_pretrained_ex(const char *dir, llm_load_options o, char *err, size_t errlen);
 /* the same layout back: config.json (the model's, torch_dtype dtype's) and model.safetensors,
  * dtype "F32", "BF16" or "F16"; DIR must exist */
 bool llm_save_pretrained(nn_LLMModel *model, const char *dir, const char *dtype, char *err, size_t errlen);

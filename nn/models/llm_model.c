@@ -98,32 +98,39 @@ void nn_LLMModel_tie_weights(nn_LLMModel *model) {                              
 
 /* ---- weights held as bfloat16, for generation ------------------------------------------------------ */
 
-static Tensor *bf16_copy(Tensor *t) {
-    Tensor *h = ac_persist_zeros(AC_BFLOAT16, t->ndim, t->shape);
-    const float *s = (const float *)t->data + t->offset; /* a parameter: persistent, contiguous */
-    uint16_t *d = h->data;
-    for (int64_t i = 0, n = torch_numel(t); i < n; i++) d[i] = ac_f32_to_bf16(s[i]);
-    h->is_param = true;
-    return h;
-}
-
-/* each Linear's and Embedding's "weight" replaced by its bfloat16 copy: the module's own entry and
- * the struct's field (a tied head has neither entry nor weight of its own: done by the caller) */
-static void hold_bf16(nn_Module *m) {
+/* each Linear's and Embedding's "weight" replaced by storage of dtype d, its values converted or (a
+ * loader's) not initialised: the module's own entry and the struct's field (a tied head has neither
+ * entry nor weight of its own: done by the caller) */
+static void replace_weights(nn_Module *m, ac_dtype d, bool keep_values) {
     bool linear = strcmp(m->type, "Linear") == 0, emb = strcmp(m->type, "Embedding") == 0;
-    for (int i = 0; (linear || emb) && i < m->n_params; i++)
-        if (strcmp(m->params[i].name, "weight") == 0 && m->params[i].t->dtype == AC_FLOAT32) {
-            Tensor *h = bf16_copy(m->params[i].t);
-            ac_free(m->params[i].t);
-            m->params[i].t = h;
-            if (linear) ((nn_Linear *)m)->weight = h;
-            else ((nn_Embedding *)m)->weight = h;
+    for (int i = 0; (linear || emb) && i < m->n_params; i++) {
+        Tensor *t = m->params[i].t;
+        if (strcmp(m->params[i].name, "weight") != 0 || (keep_values && t->dtype == d)) continue;
+        Tensor *h = ac_persist_empty(d, t->ndim, t->shape);
+        if (keep_values) { /* float32 to bfloat16, rounded as .to(torch.bfloat16) */
+            const float *s = (const float *)t->data + t->offset; /* a parameter: persistent, contiguous */
+            uint16_t *o = h->data;
+            for (int64_t k = 0, n = torch_numel(t); k < n; k++) o[k] = ac_f32_to_bf16(s[k]);
         }
-    for (int i = 0; i < m->n_children; i++) hold_bf16(m->children[i].m);
+        h->is_param = true;
+        if (d == AC_FLOAT32) torch_requires_grad_(h, t->requires_grad); /* bfloat16: for generation, no gradient */
+        ac_free(t);
+        m->params[i].t = h;
+        if (linear) ((nn_Linear *)m)->weight = h;
+        else ((nn_Embedding *)m)->weight = h;
+    }
+    for (int i = 0; i < m->n_children; i++) replace_weights(m->children[i].m, d, keep_values);
 }
 
 void nn_LLMModel_hold_bf16(nn_LLMModel *model) {
-    hold_bf16(&model->module);
+    replace_weights(&model->module, AC_BFLOAT16, true);
+    if (model->tied) model->out_head->weight = model->tok_emb->weight;
+}
+
+void nn_LLMModel_fresh_weights(nn_LLMModel *model, ac_dtype dtype) {
+    if (dtype != AC_FLOAT32 && dtype != AC_BFLOAT16)
+        ac_error("nn_LLMModel_fresh_weights: torch.float32 or torch.bfloat16, got %s", torch_dtype_str(dtype));
+    replace_weights(&model->module, dtype, false);
     if (model->tied) model->out_head->weight = model->tok_emb->weight;
 }
 

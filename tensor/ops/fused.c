@@ -1,4 +1,4 @@
-/* The book's GELU and LayerNorm (nn/gpt/gpt.c) as one op each, forward and backward.
+/* The book's GELU and LayerNorm (nn/models/gpt/gpt.c) as one op each, forward and backward.
  *
  * The book writes both op by op, and PyTorch runs them so: its graph has no node for
  * either (the GELU ends in MulBackward0, the LayerNorm in AddBackward0), and each op
