@@ -27,7 +27,11 @@ nn_Linear *nn_Linear_new(int64_t in_features, int64_t out_features, bool bias) {
     l->module.extra_repr = linear_repr;
     if (nn_skip_init()) { /* weights a loader writes next: no draws, no pages touched */
         l->weight = nn_register_parameter_empty(&l->module, "weight", SHAPE(out_features, in_features));
-        if (bias) l->bias = nn_register_parameter_empty(&l->module, "bias", SHAPE(out_features));
+        if (bias) { /* small: zeros of its own (no draw), for the loader to write */
+            ac_mark mk = ac_arena_mark();
+            l->bias = nn_register_parameter(&l->module, "bias", torch_zeros(SHAPE(out_features)));
+            ac_arena_release(mk);
+        }
         return l;
     }
     ac_mark mk = ac_arena_mark();

@@ -70,9 +70,9 @@ Tensor *nn_register_parameter_empty(nn_Module *m, const char *name, int ndim, co
 Tensor *nn_register_buffer(nn_Module *m, const char *name, Tensor *data);    /* long-lived copy */
 Tensor *nn_adopt_buffer(nn_Module *m, const char *name, Tensor *persistent); /* takes a ac_persist tensor, no copy */
 /* torch.nn.utils.skip_init's idea for a loader: while set, Linear and Embedding make their weights
- * (and biases) as shapes alone (nn_register_parameter_empty), with no draws and no memory, for a
- * loader that gives them storage and reads them in. The random generator is not advanced by them.
- * Returns the previous setting. */
+ * as shapes alone (nn_register_parameter_empty), with no draws and no memory, for a loader that
+ * gives them storage and reads them in (Linear's bias: zeros). The random generator is not advanced
+ * by them. Returns the previous setting. */
 bool nn_set_skip_init(bool skip);
 bool nn_skip_init(void);
 nn_Module *nn_register_module(nn_Module *m, const char *name, nn_Module *child);
