@@ -185,7 +185,7 @@ test-asan:
 # a leak, which Check reports as a failure) and over the examples
 VG := valgrind -q --error-exitcode=1 --leak-check=full --errors-for-leak-kinds=definite,indirect
 # In three parts, each about one core's worth (CI runs them beside other checks): the suite, the
-# examples, the GPT's trainer and generator.
+# examples, the GPT's and the LLMs' trainers and generators.
 valgrind: valgrind-suite valgrind-examples valgrind-gpt
 # The suite's test cases tagged "programs" (gpt_program, llm_program, longrun) are left out here:
 # their work is in the programs they start, which valgrind does not follow (they run natively), so
@@ -202,7 +202,7 @@ valgrind-examples: $(B)/article $(B)/train $(B)/bench $(B)/minimal $(B)/gpt $(B)
 	$(VG) ./$(B)/gpt tokenize --tokenizer ../shared/data/gpt2 ../shared/data/the-verdict.txt | $(VG) ./$(B)/gpt tokenize --decode --tokenizer ../shared/data/gpt2 | cmp - ../shared/data/the-verdict.txt
 	$(VG) ./$(B)/article --svg $(B)/vg-svg --html $(B)/vg-article.html >/dev/null
 	$(VG) ./$(B)/train --steps 3 --plot $(B)/vg-loss.svg --attention-svg $(B)/vg-attn.svg --prompt Att >/dev/null
-valgrind-gpt: $(B)/gpt $(B)/finetune
+valgrind-gpt: $(B)/gpt $(B)/finetune $(B)/llm
 	head -c 1500 tests/data/tokenizer_corpus.txt > $(B)/vg-text.txt
 	$(VG) ./$(B)/gpt train --tokenizer ../shared/data/gpt2 --data $(B)/vg-text.txt --layers 1 --emb-dim 8 --heads 2 \
 	  --context 16 --batch 4 --epochs 1 --eval-freq 4 --eval-iter 1 --sample-tokens 2 --save $(B)/vg-gpt.safetensors \
@@ -216,6 +216,13 @@ valgrind-gpt: $(B)/gpt $(B)/finetune
 	  --max-new-tokens 2 --save $(B)/vg-ins.safetensors >/dev/null
 	$(VG) ./$(B)/finetune instruct --threads 1 --tokenizer ../shared/data/gpt2 --load $(B)/vg-ins.safetensors \
 	  --prompt "Name a color." --max-new-tokens 3 >/dev/null
+	head -c 300 tests/data/tokenizer_corpus.txt > $(B)/vg-llm-text.txt
+	$(VG) ./$(B)/llm train --config tests/data/llm/qwen_train.json --seed 1 --data $(B)/vg-llm-text.txt \
+	  --tokenizer ../shared/data/gpt2 --context 8 --epochs 1 --batch 2 --eval-freq 3 --eval-iter 1 --sample-tokens 2 \
+	  --save $(B)/vg-llm --save-dtype BF16 >/dev/null
+	$(VG) ./$(B)/llm generate --model $(B)/vg-llm --tokenizer ../shared/data/gpt2 --ids "5 6 7" --max-new-tokens 3 >/dev/null
+	$(VG) ./$(B)/llm generate --model tests/data/llm/llama_tied_bf16 --tokenizer ../shared/data/gpt2 --ids "5 6 7" \
+	  --max-new-tokens 3 --no-kv-cache --temperature 1 --top-k 5 >/dev/null
 
 # builds everything README's next lines run, then the toy model's demo (every 100th step, a sample)
 run: all
