@@ -200,6 +200,16 @@ START_TEST(test_loader_options) {
         }
         nn_LLMModel_free(ref);
     }
+    /* a model built under skip_init has shapes, not values, to round */
+    nn_LLMConfig cfg = {.vocab_size = 11, .context_length = 8, .emb_dim = 8, .n_heads = 2, .n_layers = 1, .hidden_dim = 8,
+                        .head_dim = 4, .qk_norm = true, .n_kv_groups = 1, .rope_base = 10000.0, .rms_norm_eps = 1e-6};
+    bool prev = nn_set_skip_init(true);
+    nn_LLMModel *m = nn_Qwen3Model_new(cfg);
+    nn_set_skip_init(prev);
+    EXPECT_ERROR("hold_bf16: Embedding's weight [11, 8] has no values of its own yet", nn_LLMModel_hold_bf16(m));
+    nn_LLMModel_fresh_weights(m, AC_BFLOAT16);
+    ck_assert(nn_LLMModel_holds_bf16(m) && torch_is_contiguous(m->out_head->weight));
+    nn_LLMModel_free(m);
 }
 END_TEST
 

@@ -106,6 +106,9 @@ static void replace_weights(nn_Module *m, ac_dtype d, bool keep_values) {
     for (int i = 0; (linear || emb) && i < m->n_params; i++) {
         Tensor *t = m->params[i].t;
         if (strcmp(m->params[i].name, "weight") != 0 || (keep_values && t->dtype == d)) continue;
+        if (keep_values && !torch_is_contiguous(t))
+            ac_error("hold_bf16: %s's weight %s has no values of its own yet (a model built under nn_set_skip_init)",
+                     m->type, ac_shape_str(t));
         Tensor *h = ac_persist_empty(d, t->ndim, t->shape);
         if (keep_values) { /* float32 to bfloat16, rounded as .to(torch.bfloat16) */
             const float *s = (const float *)t->data + t->offset; /* a parameter: persistent, contiguous */

@@ -68,7 +68,9 @@ static Tensor *linear_bf16(Tensor *x, Tensor *w, Tensor *b) {
     if (!torch_is_contiguous(w)) ac_error("linear: a bfloat16 weight must be contiguous, got %s", ac_shape_str(w));
     if (ac_get_exact()) {
         Tensor *wf = ac_new(AC_FLOAT32, 2, w->shape);
-        torch_copy_(wf, w);
+        const uint16_t *wd = (const uint16_t *)w->data + w->offset;
+        float *o = wf->data;
+        for (int64_t i = 0, n = torch_numel(w); i < n; i++) o[i] = ac_bf16_to_f32(wd[i]);
         return torch_linear(x, wf, b);
     }
     int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x), shape[AC_MAX_DIMS];
