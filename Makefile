@@ -243,12 +243,13 @@ appendix-d: $(B)/gpt
 	diff -u tests/data/appendix_d_expected.txt $(B)/appendix-d.txt && echo "appendix D: the book's lines, exactly"
 
 # The random-config sweep of issue 40 (tests/tools/sweep.py): SWEEP_CONFIGS configs drawn from SWEEP_SEED of
-# `gpt train`, `finetune classify`/`instruct` and `train` with --exact against ../shared/pytorch's programs on
-# PyTorch 1.13 (/usr/bin/python3, Debian's python3-torch and python3-pandas) on the reference BLAS (libblas3):
-# every printed line byte for byte. CI runs these 16 (about 2 minutes); the promise was measured on 200.
+# `gpt train`, `finetune classify`/`instruct`, `train` and `llm generate`/`train` with --exact against
+# ../shared/pytorch's programs and tests/tools/llm_ref.py on PyTorch 1.13 (/usr/bin/python3, Debian's
+# python3-torch and python3-pandas) on the reference BLAS (libblas3): every printed line byte for byte (llm's
+# default math too, its differences counted apart). CI runs these 16; the promise was measured on 200.
 SWEEP_SEED ?= 40
 SWEEP_CONFIGS ?= 16
-sweep: $(B)/gpt $(B)/finetune $(B)/train
+sweep: $(B)/gpt $(B)/finetune $(B)/train $(B)/llm
 	python3 tests/tools/sweep.py --seed $(SWEEP_SEED) --configs $(SWEEP_CONFIGS) --build $(B)
 
 # Every fenced shell block that a README marks runnable (<!-- runnable --> on the line before it), run
