@@ -42,12 +42,16 @@ nn_GroupedQueryAttention *nn_GroupedQueryAttention_new(int64_t d_in, int64_t num
     return a;
 }
 
-/* keys.repeat_interleave(group_size, dim=1): (b, g, T, d) -> (b, g * group_size, T, d) */
+/* keys.repeat_interleave(group_size, dim=1): (b, g, T, d) -> (b, g * group_size, T, d). PyTorch 1.13
+ * makes it an index_select with indices 0, 0, ..., 1, 1, ...; so is it here, for its backward: each kv
+ * head's gradient adds its group's in index order (an expand's sum took another order from 5 on) */
 static Tensor *repeat_interleave_heads(Tensor *t, int64_t group_size) {
     if (group_size == 1) return t;
-    int64_t b = t->shape[0], g = t->shape[1], T = t->shape[2], d = t->shape[3];
-    Tensor *e = torch_expand(torch_unsqueeze(t, 2), SHAPE(b, g, group_size, T, d));
-    return torch_reshape(e, SHAPE(b, g * group_size, T, d));
+    int64_t g = t->shape[1];
+    Tensor *idx = torch_empty(SHAPE(g * group_size), AC_INT64);
+    int64_t *ip = idx->data;
+    for (int64_t i = 0; i < g * group_size; i++) ip[i] = i / group_size;
+    return torch_index_select(t, 1, idx);
 }
 
 Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor *x, Tensor *mask, Tensor *cos, // def forward(self, x, mask, cos, sin,
