@@ -2,16 +2,33 @@
  * order ATen's CPU kernels compute them. A row that is all -inf gives NaN, as
  * in torch.softmax. */
 #include <math.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "internal.h"
 
 static float nan_max(const float *x, int64_t n, int64_t stride) {
     float m = -INFINITY;
-    if (stride == 1) { /* eight running maxima, no early exit: the compiler vectorizes it (max is exact in any order) */
+    if (stride == 1) { /* eight running maxima, no early exit (max is exact in any order) */
         float lane[8];
         int nan[8] = {0};
         for (int l = 0; l < 8; l++) lane[l] = -INFINITY;
         int64_t i = 0;
+#if defined(__SSE2__)
+        /* gcc does not vectorize the plain loop below (the NaN flags): SSE2, which every x86-64 has.
+         * maxps(v, lane) is v > lane ? v : lane, the plain loop's expression; unord marks a NaN */
+        __m128 lo = _mm_set1_ps(-INFINITY), hi = lo, bad = _mm_setzero_ps();
+        for (; i + 8 <= n; i += 8) {
+            __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+            bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b)));
+            lo = _mm_max_ps(a, lo);
+            hi = _mm_max_ps(b, hi);
+        }
+        if (_mm_movemask_ps(bad)) return NAN;
+        _mm_storeu_ps(lane, lo);
+        _mm_storeu_ps(lane + 4, hi);
+#endif
         for (; i + 8 <= n; i += 8)
             for (int l = 0; l < 8; l++) {
                 float v = x[i + l];
