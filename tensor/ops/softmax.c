@@ -155,19 +155,27 @@ static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
         }
         return;
     }
+    if (inner == 1) { /* log_softmax over the last dim: s as ATen's reduce_all (8 lanes), then exp(y) for
+                       * the row at once (ac_exp_sub(y, 0): expf(y - 0) is expf(y), libm's in exact math,
+                       * vectorized in fast), written after the row of g is read whole (out may be g) */
+        float *e = r->tmp + (size_t)chunk * (size_t)(size ? size : 1);
+        for (int64_t o = o0; o < o1; o++) {
+            const float *gr = g + o * size, *yr = y + o * size;
+            float *out = r->out + o * size, s = ac_lane8_sum(gr, size);
+            ac_exp_sub(yr, 0.0f, e, size);
+            for (int64_t i = 0; i < size; i++) out[i] = gr[i] - e[i] * s;
+        }
+        return;
+    }
     for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             int64_t base = o * size * inner + in;
             float s = 0;
             /* softmax:     dx = y * (g - sum(g * y))
              * log_softmax: dx = g - exp(y) * sum(g) */
-            if (inner == 1) { /* log_softmax over the last dim: ATen's reduce_all, 8 lanes */
-                s = ac_lane8_sum(g + base, size);
-            } else {
-                for (int64_t i = 0; i < size; i++) {
-                    int64_t k = base + i * inner;
-                    s += r->log ? g[k] : g[k] * y[k];
-                }
+            for (int64_t i = 0; i < size; i++) {
+                int64_t k = base + i * inner;
+                s += r->log ? g[k] : g[k] * y[k];
             }
             for (int64_t i = 0; i < size; i++) {
                 int64_t k = base + i * inner;
@@ -192,7 +200,10 @@ static void softmax_backward(Node *n, Tensor *gt) {
     split(x, sv->dim, &outer, &size, &inner);
     Tensor *rt = ac_grad_out(n, gt); /* each row is read whole before it is written */
     Rows r = {NULL, ac_cdata(ac_unpack(n, sv->y)), ac_cdata(gt), rt->data, NULL, size, inner, sv->log, ac_get_exact()};
-    ac_parallel_for(outer, grain_rows(size, inner), backward_task, &r);
+    int64_t grain = grain_rows(size, inner);
+    int chunks = ac_parallel_chunks(outer, grain);
+    if (sv->log && inner == 1) r.tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)(size ? size : 1), (size_t)chunks));
+    ac_parallel_for_max(outer, grain, chunks, backward_task, &r);
     ac_accum_new(x, rt);
 }
 
