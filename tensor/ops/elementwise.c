@@ -195,6 +195,8 @@ static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
+#define SILU_BLOCK 256 /* elements SiLU takes through the exp at a time (on the stack) */
+
 static float pow_scalar(float x, double e) {
     /* PyTorch special-cases these exponents (pow_tensor_scalar_optimized_kernel). */
     if (e == 1.0) return x; /* pow_Tensor_Scalar_out copies self */
@@ -248,7 +250,16 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
         break;
     case GELU: UN_LOOP(x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2))); break;
     case SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
-    case SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case SILU: /* exp(-x) a block at a time through ac_exp_sub (libm's expf in exact math, the same bits;
+                * vectorized in fast math), then x / (1 + exp(-x)) */
+        for (int64_t b = 0; b < n; b += SILU_BLOCK) {
+            int64_t len = n - b < SILU_BLOCK ? n - b : SILU_BLOCK;
+            float t[SILU_BLOCK];
+            for (int64_t i = 0; i < len; i++) t[i] = -in[b + i];
+            ac_exp_sub(t, 0.0f, t, len); /* expf(-x - 0) = expf(-x) */
+            for (int64_t i = 0; i < len; i++) o[b + i] = in[b + i] / (1.0f + t[i]);
+        }
+        break;
     case SOFTPLUS: UN_LOOP(softplus(x, (float)e, (float)e2)); break;
     case ABS: UN_LOOP(fabsf(x)); break;
     case CLAMP: UN_LOOP(clampf(x, (float)e, (float)e2)); break;
@@ -303,10 +314,16 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
         }
         break;
     case SIGMOID: UNB_LOOP(g[i] * (1.0f - y[i]) * y[i]); break;
-    case SILU: /* d x s(x) = s (1 + x (1 - s)) */
-        for (int64_t i = i0; i < i1; i++) {
-            float s = 1.0f / (1.0f + expf(-x[i]));
-            r[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
+    case SILU: /* d x s(x) = s (1 + x (1 - s)); exp(-x) a block at a time, as the forward's */
+        for (int64_t b = i0; b < i1; b += SILU_BLOCK) {
+            int64_t len = i1 - b < SILU_BLOCK ? i1 - b : SILU_BLOCK;
+            float t[SILU_BLOCK];
+            for (int64_t k = 0; k < len; k++) t[k] = -x[b + k];
+            ac_exp_sub(t, 0.0f, t, len);
+            for (int64_t k = 0, i = b; k < len; k++, i++) {
+                float s = 1.0f / (1.0f + t[k]);
+                r[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
+            }
         }
         break;
     case SOFTPLUS: /* d softplus = e^(beta x) / (e^(beta x) + 1), 1 past the threshold */
