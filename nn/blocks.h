@@ -33,6 +33,8 @@ typedef struct { nn_Module module; int64_t emb_dim; double eps; bool torch_style
 nn_RMSNorm *nn_RMSNorm_new(int64_t emb_dim, double eps);
 nn_RMSNorm *nn_TorchRMSNorm_new(int64_t normalized_shape, double eps);
 Tensor *nn_RMSNorm_forward(nn_RMSNorm *self, Tensor *x);
+/* true (the default): the forward as one op (ac_book_rms_norm, the same bits); false: op by op (tests) */
+extern bool nn_rmsnorm_fused;
 
 /* Llama 3's RoPE frequency scaling (config.json's rope_scaling, rope_type "llama3") */
 typedef struct { double factor, low_freq_factor, high_freq_factor, original_context_length; } nn_RopeFreqConfig;

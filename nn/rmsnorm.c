@@ -10,6 +10,8 @@
 #include "blocks.h"
 #include "extend.h"
 
+bool nn_rmsnorm_fused = true;
+
 static Tensor *rmsnorm_fwd(nn_Module *m, Tensor *x) { return nn_RMSNorm_forward((nn_RMSNorm *)m, x); }
 
 /* nn.RMSNorm's extra_repr: '{normalized_shape}, eps={eps}, elementwise_affine={elementwise_affine}' */
@@ -49,6 +51,8 @@ Tensor *nn_RMSNorm_forward(nn_RMSNorm *self, Tensor *x) {                      /
     ac_check_defined(x, "RMSNorm");
     if (x->ndim < 1 || x->shape[x->ndim - 1] != self->emb_dim)
         ac_error("RMSNorm: expected input with last dimension %lld, got %s", (long long)self->emb_dim, ac_shape_str(x));
+    if (nn_rmsnorm_fused && ac_book_rms_norm_fits(x, self->scale))             // (C: the three lines below as one op,
+        return ac_book_rms_norm(x, self->scale, self->eps);                     // the same bits: tensor/ops/fused.c)
     Tensor *variance = torch_mean_dim(torch_pow(x, 2.0), 1, (int64_t[]){-1}, true); //     variance = x.pow(2).mean(dim=-1, keepdim=True)
     Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); //     norm_x = x * torch.rsqrt(variance + self.eps)
     return torch_mul(norm_x, self->scale);                                       //     norm_x = norm_x * self.scale

@@ -445,6 +445,9 @@ Tensor **torch_autograd_grad(Tensor *output, int n_inputs, Tensor **inputs, Tens
     return grads;
 }
 
+static _Thread_local bool sweep_retains; /* the running sweep's retain_graph */
+bool ac_backward_retains_graph(void) { return sweep_retains; }
+
 static void sweep(Tensor *root, Tensor *gradient, bool retain_graph) {
     ac_check_defined(root, "backward");
     if (gradient) ac_check_live(gradient, "backward");
@@ -469,6 +472,7 @@ static void sweep(Tensor *root, Tensor *gradient, bool retain_graph) {
     Vec order = {0};
     topo_sort(root->grad_fn, &order);
     ac_gbuf_sweep_begin();
+    sweep_retains = retain_graph;
     for (size_t i = 0; i < order.n; i++) order.v[i]->bgrad = NULL;
     root->grad_fn->bgrad = seed;
     root->grad_fn->bgrad_owned = seed != gradient; /* never write into the caller's tensor */

@@ -190,6 +190,9 @@ void ac_accum(Tensor *x, Tensor *g);        /* x.grad += g (g: x's shape) */
  * write its result into g (ac_grad_out) instead of a new tensor: the passes
  * over a model's (b, h, t, t) scores cost a third less memory traffic. */
 void ac_accum_new(Tensor *x, Tensor *g);    /* ac_accum, g new and referenced by nothing else */
+/* In a node's backward: the sweep keeps the graph (retain_graph), so the node may run again and must
+ * leave what it saved as it was; false: the node runs this once, and may reuse its own saved copies. */
+bool ac_backward_retains_graph(void);
 void ac_accum_pass(Node *n, Tensor *x, Tensor *g); /* ac_accum of n's own gradient g (or a view of it): owned if n owned it */
 Tensor *ac_grad_out(Node *n, Tensor *g);    /* g when n owns it and it is contiguous, else a new tensor like g */
 /* The gradient summed so far for input x of the running backward, when it is

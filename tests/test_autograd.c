@@ -359,6 +359,37 @@ START_TEST(test_pow_backward_rounds_as_pytorch) {
 }
 END_TEST
 
+/* cross_entropy's backward writes the logits' gradient over its own log_softmax copy when the graph
+ * is not kept: the gradient must be the one nll_loss(log_softmax(x)) gives (the same bits: one-hot g
+ * less exp(logp) g, exp through the same path), a second backward must still be refused, and with
+ * retain_graph=True the copy must be left for the next backward (which then adds the same again). */
+START_TEST(test_cross_entropy_gradient_over_its_copy) {
+    for (int exact = 0; exact < 2; exact++) {
+        bool was = ac_get_exact();
+        ac_set_exact(exact);
+        torch_manual_seed(11);
+        Tensor *x = torch_requires_grad_(torch_mul_scalar(torch_randn(SHAPE(6, 37)), 3.0), true);
+        Tensor *t = torch_tensor_long((const int64_t[]){3, 0, -100, 36, 5, 3}, SHAPE(6));
+        Tensor *h = torch_mul_scalar(x, 1.0); /* a non-leaf, as a model's logits */
+        torch_backward(torch_mul_scalar(torch_nll_loss(torch_log_softmax(h, 1), t, -100), 0.75), NULL);
+        Tensor *want = torch_clone(x->grad);
+        x->grad = NULL;
+        Tensor *loss = torch_mul_scalar(torch_cross_entropy(torch_mul_scalar(x, 1.0), t, -100), 0.75);
+        torch_backward(loss, NULL);
+        ck_assert_msg(torch_equal(x->grad, want), "%s math: cross_entropy's gradient is not nll_loss(log_softmax)'s",
+                      exact ? "exact" : "fast");
+        EXPECT_ERROR("Trying to backward through the graph a second time", torch_backward(loss, NULL));
+        x->grad = NULL;
+        loss = torch_mul_scalar(torch_cross_entropy(torch_mul_scalar(x, 1.0), t, -100), 0.75);
+        torch_backward_ex(loss, NULL, true);
+        ck_assert(torch_equal(x->grad, want));
+        torch_backward_ex(loss, NULL, true);
+        ck_assert_msg(torch_equal(x->grad, torch_add(want, want)), "retain_graph: the second backward differs");
+        ac_set_exact(was);
+    }
+}
+END_TEST
+
 Suite *suite_autograd(void) {
     Suite *s = suite_create("autograd");
     TCase *tc = tcase("engine");
@@ -375,6 +406,7 @@ Suite *suite_autograd(void) {
     tcase_add_test(tc, test_linear_adds_into_a_shared_gradient);
     tcase_add_test(tc, test_matmul_grad_over_empty_batch);
     tcase_add_test(tc, test_pow_backward_rounds_as_pytorch);
+    tcase_add_test(tc, test_cross_entropy_gradient_over_its_copy);
     suite_add_tcase(s, tc);
     return s;
 }

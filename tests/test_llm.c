@@ -11,9 +11,11 @@
  * - Hugging Face's layout back and forth, and bad input refused naming the file and the key;
  * - `llm train --html` and `llm generate --html`: the reader's page, the run's output unchanged. */
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "internal.h"
 #include "json.h"
 #include "llm.h"
 #include "tests.h"
@@ -873,11 +875,118 @@ START_TEST(test_eos_list) {
 }
 END_TEST
 
+/* ---- the book's RMSNorm as one op (tensor/ops/fused.c) against its lines op by op ------------------
+ * nn_rmsnorm_fused true runs ac_book_rms_norm, false nn_RMSNorm_forward's lines one by one: the output
+ * and every gradient must be the same bits (memcmp), in exact and fast math, at 1 and 2 threads,
+ * whatever else sends x a gradient and in which state (send_terms in fused.c decides from it). */
+
+static void rms_same_bits(Tensor *fused, Tensor *ops, const char *what, const char *where) {
+    ck_assert_msg((fused == NULL) == (ops == NULL), "%s, %s: a gradient on one side only", where, what);
+    if (!fused) return;
+    int64_t n = torch_numel(ops);
+    ck_assert_msg(torch_numel(fused) == n, "%s, %s: %lld elements, op by op %lld", where, what,
+                  (long long)torch_numel(fused), (long long)n);
+    const float *a = ac_data_float(torch_contiguous(fused)), *b = ac_data_float(torch_contiguous(ops));
+    if (memcmp(a, b, sizeof(float) * (size_t)n) == 0) return;
+    int64_t i = 0;
+    while (i < n && memcmp(a + i, b + i, sizeof(float)) == 0) i++;
+    ck_abort_msg("%s, %s: element %lld is %a fused, %a op by op", where, what, (long long)i, (double)a[i], (double)b[i]);
+}
+
+typedef struct { Tensor *out, *gx, *gscale; } RmsRun;
+
+/* The norm on x0 (or on a non-leaf made from it), then sum((out [+ x | + 2 x]) * w), backward; kind:
+ *   0  x0 itself, a leaf (its .grad), twice over without zeroing (the second adds to the first);
+ *   1  x = x0 * 1: x's first gradient (handed on as it is);
+ *   2  out + x: x has the add's gradient first, which the add also sends on (not writable);
+ *   3  out + 2 x: x has the product's new gradient first (added to in place);
+ *   6  x = (x0 * 1) with its last two dims swapped and swapped back by a transpose of a transpose: a
+ *      view that is not contiguous (q/k norm's input, a transposed view), as 1 otherwise. */
+static RmsRun rms_run(nn_RMSNorm *norm, bool fused, int kind, Tensor *x0, Tensor *w) {
+    nn_rmsnorm_fused = fused;
+    x0->grad = NULL;
+    norm->scale->grad = NULL;
+    RmsRun r = {0};
+    for (int rep = 0; rep < (kind == 0 ? 2 : 1); rep++) {
+        Tensor *x = kind == 0 ? x0 : torch_mul_scalar(x0, 1.0);
+        if (kind == 6) x = torch_transpose(torch_contiguous(torch_transpose(x, 0, -1)), 0, -1);
+        Tensor *y = nn_RMSNorm_forward(norm, x);
+        if (y->requires_grad) ck_assert_str_eq(torch_grad_fn_name(y), fused ? "BookRMSNormBackward0" : "MulBackward0");
+        r.out = y;
+        if (kind == 2) y = torch_add(y, x);
+        if (kind == 3) y = torch_add(y, torch_mul_scalar(x, 2.0));
+        if (y->requires_grad) torch_backward(torch_sum(torch_mul(y, w)), NULL);
+    }
+    nn_rmsnorm_fused = true;
+    r.gx = x0->grad ? torch_clone(x0->grad) : NULL;
+    r.gscale = norm->scale->grad ? torch_clone(norm->scale->grad) : NULL;
+    return r;
+}
+
+START_TEST(test_rmsnorm_fused_same_bits) {
+    static const struct { int nd; int64_t shape[4]; } shapes[] = {
+        {3, {2, 5, 16}}, {3, {3, 7, 13}}, {2, {4, 1}}, {1, {16}}, {1, {1}}, {3, {1, 1, 9}}, {3, {4, 64, 768}},
+        {4, {2, 3, 33, 64}}};
+    const double mags[] = {1.0, 1e-3}; /* 1e-3: the variance near eps */
+    bool was_exact = ac_get_exact();
+    int was_threads = torch_get_num_threads();
+    atomic_store(&ac_pool_test_free_cores, 8); /* 2 threads, however busy the machine */
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++)
+        for (int m = 0; m < 2; m++)
+            for (int exact = 0; exact < 2; exact++) {
+                int nd = shapes[s].nd;
+                const int64_t *shape = shapes[s].shape;
+                int64_t D = shape[nd - 1];
+                ac_set_exact(exact);
+                ac_mark mark = ac_arena_mark();
+                nn_RMSNorm *norm = nn_RMSNorm_new(D, 1e-6); /* scale not 1: its gradient counts */
+                float *sc = ac_data_float(norm->scale);
+                for (int64_t j = 0; j < D; j++) sc[j] = 0.5f + (float)j / (float)D;
+                torch_manual_seed(7 + s);
+                Tensor *w = torch_sub_scalar(torch_mul_scalar(torch_rand(nd, shape), 2.0), 1.0); /* not a plain sum */
+                /* kinds 0-3 and 6 as rms_run says; 4: x frozen, scale not, and 5: scale frozen, x not (both
+                 * on kind 1's graph) */
+                for (int kind = 0; kind < 7; kind++) {
+                    if (kind == 6 && nd < 2) continue;
+                    torch_manual_seed(100 * s + 10 * m + kind);
+                    Tensor *x0 = torch_sub_scalar(torch_mul_scalar(torch_rand(nd, shape), 2.0 * mags[m]), mags[m]);
+                    if (kind != 4) torch_requires_grad_(x0, true);
+                    torch_requires_grad_(norm->scale, kind != 5);
+                    int k = kind == 4 || kind == 5 ? 1 : kind;
+                    RmsRun at1 = {0};
+                    for (int threads = 1; threads <= 2; threads++) {
+                        torch_set_num_threads(threads);
+                        char where[160];
+                        snprintf(where, sizeof where, "RMSNorm on %s, |x| < %g, %s math, %d thread%s, kind %d",
+                                 ac_shape_str(x0), mags[m], exact ? "exact" : "fast", threads, threads > 1 ? "s" : "", kind);
+                        RmsRun f = rms_run(norm, true, k, x0, w), o = rms_run(norm, false, k, x0, w);
+                        rms_same_bits(f.out, o.out, "the output", where);
+                        rms_same_bits(f.gx, o.gx, "x's gradient", where);
+                        rms_same_bits(f.gscale, o.gscale, "scale's gradient", where);
+                        if (threads == 1) {
+                            at1 = f;
+                        } else { /* and the same at 2 threads as at 1 */
+                            rms_same_bits(f.out, at1.out, "the output (1 and 2 threads)", where);
+                            rms_same_bits(f.gx, at1.gx, "x's gradient (1 and 2 threads)", where);
+                            rms_same_bits(f.gscale, at1.gscale, "scale's gradient (1 and 2 threads)", where);
+                        }
+                    }
+                }
+                nn_free(&norm->module);
+                ac_arena_release(mark);
+            }
+    atomic_store(&ac_pool_test_free_cores, -1);
+    torch_set_num_threads(was_threads);
+    ac_set_exact(was_exact);
+}
+END_TEST
+
 Suite *suite_llm(void) {
     Suite *s = suite_create("llm");
     TCase *tc = tcase("modules");
     tcase_add_test(tc, test_rope_bits);
     tcase_add_test(tc, test_rmsnorm_grad);
+    tcase_add_test(tc, test_rmsnorm_fused_same_bits);
     tcase_add_test(tc, test_rope_grad);
     tcase_add_test(tc, test_swiglu_grad);
     tcase_add_test(tc, test_gqa_grad);

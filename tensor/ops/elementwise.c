@@ -195,8 +195,11 @@ static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
+#define SILU_BLOCK 256 /* elements SiLU takes through the exp at a time (on the stack) */
+
 static float pow_scalar(float x, double e) {
     /* PyTorch special-cases these exponents (pow_tensor_scalar_optimized_kernel). */
+    if (e == 1.0) return x; /* pow_Tensor_Scalar_out copies self */
     if (e == 2.0) return x * x;
     if (e == 3.0) return x * x * x;
     if (e == 0.5) return sqrtf(x);
@@ -232,14 +235,31 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
     case EXP: UN_LOOP(expf(x)); break;
     case LOG: UN_LOOP(logf(x)); break;
     case SQRT: UN_LOOP(sqrtf(x)); break;
-    case POW: UN_LOOP(pow_scalar(x, e)); break;
+    case POW: /* the common exponents in loops of their own, which vectorize */
+        if (e == 2.0) {
+            UN_LOOP(x * x);
+        } else if (e == -0.5) {
+            UN_LOOP(1.0f / sqrtf(x));
+        } else {
+            UN_LOOP(pow_scalar(x, e));
+        }
+        break;
     case RELU: UN_LOOP(x > 0.0f ? x : (isnan(x) ? x : 0.0f)); break;
     case TANH: /* fast math: libm's very bits 8 at a time (fast_tanh.c), where it has them */
         if (ac_get_exact() || !ac_tanh_fast(in, o, n)) UN_LOOP(tanhf(x));
         break;
     case GELU: UN_LOOP(x * 0.5f * (1.0f + erff(x * (float)M_SQRT1_2))); break;
     case SIGMOID: UN_LOOP(1.0f / (1.0f + expf(-x))); break;
-    case SILU: UN_LOOP(x / (1.0f + expf(-x))); break;
+    case SILU: /* exp(-x) a block at a time through ac_exp_sub (libm's expf in exact math, the same bits;
+                * vectorized in fast math), then x / (1 + exp(-x)) */
+        for (int64_t b = 0; b < n; b += SILU_BLOCK) {
+            int64_t len = n - b < SILU_BLOCK ? n - b : SILU_BLOCK;
+            float t[SILU_BLOCK];
+            for (int64_t i = 0; i < len; i++) t[i] = -in[b + i];
+            ac_exp_sub(t, 0.0f, t, len); /* expf(-x - 0) = expf(-x) */
+            for (int64_t i = 0; i < len; i++) o[b + i] = in[b + i] / (1.0f + t[i]);
+        }
+        break;
     case SOFTPLUS: UN_LOOP(softplus(x, (float)e, (float)e2)); break;
     case ABS: UN_LOOP(fabsf(x)); break;
     case CLAMP: UN_LOOP(clampf(x, (float)e, (float)e2)); break;
@@ -261,53 +281,70 @@ static void un_compute(UnOp op, const float *in, float *o, int64_t n, double e, 
     ac_parallel_for(n, AC_GRAIN, un_task, &j);
 }
 
+/* One loop per op, the switch outside it, so that the simple ones vectorize. */
+#define UNB_LOOP(EXPR) for (int64_t i = i0; i < i1; i++) r[i] = (EXPR)
+
 static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     const UnJob *j = ctx;
-    UnOp op = j->op;
-    const float *g = j->g, *x = j->x, *y = j->y;
-    float *r = j->o, e = (float)j->e, e2 = (float)j->e2;
+    const float *restrict g = j->g, *restrict x = j->x, *restrict y = j->y;
+    float *restrict r = j->o, e = (float)j->e, e2 = (float)j->e2;
     const float beta = (float)(M_2_SQRTPI * M_SQRT1_2 * 0.5);
-    for (int64_t i = i0; i < i1; i++) {
-        switch (op) {
-        case NEG: r[i] = -g[i]; break;
-        case EXP: r[i] = g[i] * y[i]; break;               /* d e^x = e^x */
-        case LOG: r[i] = g[i] / x[i]; break;               /* d log x = 1/x */
-        case SQRT: r[i] = g[i] / (2.0f * y[i]); break;     /* d sqrt x = 1/(2 sqrt x) */
-        case POW: /* PyTorch's pow_backward: grad * (exponent * self.pow(exponent - 1)), in that order */
-            r[i] = e == 0.0f ? 0.0f : g[i] * (e * pow_scalar(x[i], j->e - 1.0));
-            break;
-        case RELU: r[i] = y[i] > 0.0f ? g[i] : 0.0f; break;
-        case TANH: r[i] = g[i] * (1.0f - y[i] * y[i]); break;
-        case GELU: {
+    switch (j->op) {
+    case NEG: UNB_LOOP(-g[i]); break;
+    case EXP: UNB_LOOP(g[i] * y[i]); break;           /* d e^x = e^x */
+    case LOG: UNB_LOOP(g[i] / x[i]); break;           /* d log x = 1/x */
+    case SQRT: UNB_LOOP(g[i] / (2.0f * y[i])); break; /* d sqrt x = 1/(2 sqrt x) */
+    case POW: /* PyTorch's pow_backward: grad * (exponent * self.pow(exponent - 1)), in that order; self.pow(1)
+               * is a copy of self (pow_Tensor_Scalar_out), so x^2's backward reads x itself, no powf */
+        if (e == 0.0f) {
+            UNB_LOOP(0.0f);
+        } else if (j->e == 2.0) {
+            UNB_LOOP(g[i] * (e * x[i]));
+        } else {
+            UNB_LOOP(g[i] * (e * pow_scalar(x[i], j->e - 1.0)));
+        }
+        break;
+    case RELU: UNB_LOOP(y[i] > 0.0f ? g[i] : 0.0f); break;
+    case TANH: UNB_LOOP(g[i] * (1.0f - y[i] * y[i])); break;
+    case GELU:
+        for (int64_t i = i0; i < i1; i++) {
             float cdf = 0.5f * (1.0f + erff(x[i] * (float)M_SQRT1_2));
             float pdf = expf(-0.5f * x[i] * x[i]) * beta;
             r[i] = g[i] * (cdf + x[i] * pdf);
-            break;
         }
-        case SIGMOID: r[i] = g[i] * (1.0f - y[i]) * y[i]; break;
-        case SILU: { /* d x s(x) = s (1 + x (1 - s)) */
-            float s = 1.0f / (1.0f + expf(-x[i]));
-            r[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
-            break;
+        break;
+    case SIGMOID: UNB_LOOP(g[i] * (1.0f - y[i]) * y[i]); break;
+    case SILU: /* d x s(x) = s (1 + x (1 - s)); exp(-x) a block at a time, as the forward's */
+        for (int64_t b = i0; b < i1; b += SILU_BLOCK) {
+            int64_t len = i1 - b < SILU_BLOCK ? i1 - b : SILU_BLOCK;
+            float t[SILU_BLOCK];
+            for (int64_t k = 0; k < len; k++) t[k] = -x[b + k];
+            ac_exp_sub(t, 0.0f, t, len);
+            for (int64_t k = 0, i = b; k < len; k++, i++) {
+                float s = 1.0f / (1.0f + t[k]);
+                r[i] = g[i] * s * (1.0f + x[i] * (1.0f - s));
+            }
         }
-        case SOFTPLUS: { /* d softplus = e^(beta x) / (e^(beta x) + 1), 1 past the threshold */
+        break;
+    case SOFTPLUS: /* d softplus = e^(beta x) / (e^(beta x) + 1), 1 past the threshold */
+        for (int64_t i = i0; i < i1; i++) {
             float z = expf(x[i] * e);
             r[i] = x[i] * e > e2 ? g[i] : g[i] * z / (z + 1.0f);
-            break;
         }
-        case ABS: r[i] = x[i] > 0.0f ? g[i] : x[i] < 0.0f ? -g[i] : 0.0f * g[i]; break;
-        case CLAMP: /* 1 inside [min, max], bounds included */
-            r[i] = (isnan(e) || x[i] >= e) && (isnan(e2) || x[i] <= e2) ? g[i] : 0.0f;
-            break;
-        case SIN: r[i] = g[i] * cosf(x[i]); break;  /* d sin x = cos x */
-        case COS: r[i] = g[i] * -sinf(x[i]); break; /* d cos x = -sin x */
-        case LOGSIGMOID: { /* PyTorch's log_sigmoid_backward: b = exp(-|x|), (max_deriv - sign * b / (1 + b)) * g */
+        break;
+    case ABS: UNB_LOOP(x[i] > 0.0f ? g[i] : x[i] < 0.0f ? -g[i] : 0.0f * g[i]); break;
+    case CLAMP: /* 1 inside [min, max], bounds included */
+        UNB_LOOP((isnan(e) || x[i] >= e) && (isnan(e2) || x[i] <= e2) ? g[i] : 0.0f);
+        break;
+    case SIN: UNB_LOOP(g[i] * cosf(x[i])); break;  /* d sin x = cos x */
+    case COS: UNB_LOOP(g[i] * -sinf(x[i])); break; /* d cos x = -sin x */
+    case LOGSIGMOID: /* PyTorch's log_sigmoid_backward: b = exp(-|x|), (max_deriv - sign * b / (1 + b)) * g */
+        for (int64_t i = i0; i < i1; i++) {
             float b = expf(-fabsf(x[i]));
             bool neg = x[i] < 0.0f;
             r[i] = ((neg ? 1.0f : 0.0f) - (neg ? 1.0f : -1.0f) * (b / (1.0f + b))) * g[i];
-            break;
         }
-        }
+        break;
     }
 }
 

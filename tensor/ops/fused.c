@@ -1,4 +1,5 @@
-/* The book's GELU and LayerNorm (nn/models/gpt/gpt.c) as one op each, forward and backward.
+/* The book's GELU and LayerNorm (nn/models/gpt/gpt.c) and RMSNorm (nn/rmsnorm.c) as one op each,
+ * forward and backward.
  *
  * The book writes both op by op, and PyTorch runs them so: its graph has no node for
  * either (the GELU ends in MulBackward0, the LayerNorm in AddBackward0), and each op
@@ -14,7 +15,7 @@
  *   - backward: each op's own backward formula, in the order the engine runs the
  *     op-by-op nodes, and x's gradient terms added in the order those nodes would
  *     have sent them (send_terms below), after what x's gradient held before.
- * The grad_fn names are this library's own (BookGeluBackward0,
+ * The grad_fn names are this library's own (BookGeluBackward0, BookRMSNormBackward0,
  * BookLayerNormBackward0): PyTorch has no such nodes. */
 #include <math.h>
 #include <string.h>
@@ -381,6 +382,173 @@ Tensor *ac_book_layer_norm(Tensor *x, Tensor *scale, Tensor *shift, double eps) 
     Node *n = AC_NODE("BookLayerNormBackward0", ln_backward, y, x, scale, shift);
     if (n) {
         LnSaved *sv = AC_CTX(n, LnSaved);
+        sv->x = ac_save(n, x);
+        if (x->requires_grad) sv->w = ac_save(n, scale); /* x's gradient reads scale */
+        sv->stats = stats;
+    }
+    return y;
+}
+
+/* ---- RMSNorm --------------------------------------------------------------------------------------
+ * The book's (Qwen3, and nn.RMSNorm: the same math), in nn_RMSNorm_forward:
+ *     variance = x.pow(2).mean(dim=-1, keepdim=True)
+ *     norm_x = x * torch.rsqrt(variance + self.eps)   (rsqrt as pow(., -0.5): 1 / sqrtf)
+ *     return norm_x * self.scale
+ * A row's forward: p = x * x, the mean as the mean op sums p (ac_cascade_sum, then / n in float),
+ * ve = mean + float(eps), r = 1 / sqrtf(ve), y = (x * r) * scale. The node keeps x, scale and two
+ * floats a row: ve and r. Its backward, node by node in the engine's order (MulBackward0 of
+ * norm_x * scale, MulBackward0 of x * r, PowBackward0 of ve^-0.5, AddBackward1, MeanBackward1,
+ * PowBackward0 of x^2), with g_n = g * scale:
+ *     scale gets  sum over rows of g * norm_x  (ac_sum_rows, as sum_to; a 1-d x's not summed);
+ *     a row's  g_r = sum of g_n * x  (sum_to over the last dim: 0 + ac_cascade_sum, a row of one not
+ *              summed),  g_ve = g_r * (-0.5 * powf(ve, -1.5)),  g_p = g_ve / n;
+ *     x gets  t1 = g_n * r  (MulBackward0's, first),  t2 = g_p * (2 * x)  (PowBackward0's, last).
+ * x gets two terms where send_terms adds three: the third is -0.0, which leaves every float as it is
+ * (s + -0.0 is s, a -0.0 sum included). */
+
+typedef struct { const float *x, *w; float *y, *st, *tmp; int64_t D; float eps; } RmsFwd;
+
+static void rms_forward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const RmsFwd *f = ctx;
+    const int64_t D = f->D;
+    float *p = f->tmp + (size_t)chunk * (size_t)D;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *x = f->x + r * D;
+        float *y = f->y + r * D;
+        for (int64_t j = 0; j < D; j++) p[j] = x[j] * x[j];  /* x.pow(2) */
+        float mean = ac_cascade_sum(p, D, 1) / (float)D;      /* .mean(dim=-1, keepdim=True) */
+        float ve = mean + f->eps, rs = 1.0f / sqrtf(ve);      /* torch.rsqrt(variance + self.eps) */
+        for (int64_t j = 0; j < D; j++) {
+            float norm_x = x[j] * rs; /* x * ... */
+            y[j] = norm_x * f->w[j];  /* norm_x * self.scale */
+        }
+        if (f->st) f->st[2 * r] = ve, f->st[2 * r + 1] = rs;
+    }
+}
+
+/* scale's gradient is summed from g * norm_x: rows [r0, r1) of it into gn */
+typedef struct { const float *G, *X, *st; float *gn; int64_t D; } RmsParams;
+
+static void rms_gn_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const RmsParams *p = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = p->G + r * p->D, *x = p->X + r * p->D;
+        const float rs = p->st[2 * r + 1];
+        float *gn = p->gn + r * p->D;
+        for (int64_t j = 0; j < p->D; j++) { /* MulBackward0: g * norm_x */
+            float norm_x = x[j] * rs;
+            gn[j] = g[j] * norm_x;
+        }
+    }
+}
+
+typedef struct {
+    const float *G, *X, *W, *st;
+    float *gp;  /* a row's g_p, made by the first pass */
+    float *tmp; /* the first pass's scratch: D floats a chunk */
+    int chunks;
+    bool have;  /* gp is made */
+    int64_t rows, D;
+    float fD;
+    Terms mode;
+    float *dst;
+} RmsBwd;
+
+static void rms_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
+    const RmsBwd *b = ctx;
+    const int64_t D = b->D;
+    const float *W = b->W;
+    Terms mode = b->mode;
+    float T1, T2, T3;
+    for (int64_t r = r0; r < r1; r++) {
+        const float *g = b->G + r * D, *x = b->X + r * D;
+        float *dst = b->dst + r * D;
+        const float ve = b->st[2 * r], rs = b->st[2 * r + 1];
+        float gp;
+        if (!b->have) {
+            float *q = b->tmp + (size_t)chunk * (size_t)D;
+            for (int64_t j = 0; j < D; j++) {
+                float g_n = g[j] * W[j]; /* MulBackward0: g * scale */
+                q[j] = g_n * x[j];       /* MulBackward0 of x * r: r's, before sum_to */
+            }
+            float g_r = D == 1 ? q[0] : 0.0f + ac_cascade_sum(q, D, 1); /* sum_to: zeros, += the row's sum */
+            float g_ve = g_r * (-0.5f * powf(ve, -1.5f)); /* PowBackward0: g * (-0.5 * ve^-1.5); AddBackward1 passes it on */
+            gp = g_ve / b->fD;                            /* MeanBackward1: g / n */
+            b->gp[r] = gp;
+        } else {
+            gp = b->gp[r];
+        }
+        const int64_t j0 = 0, j1 = D;
+#define RMS_TERMS                                                              \
+    float g_n = g[j] * W[j];                                                     \
+    T1 = g_n * rs;                  /* MulBackward0 of x * r */                  \
+    float d2 = 2.0f * x[j];         /* PowBackward0 of x^2: g * (2 * x) */       \
+    T2 = gp * d2;                                                                \
+    T3 = -0.0f                      /* no third term */
+        TERM_LOOPS(RMS_TERMS)
+#undef RMS_TERMS
+    }
+}
+
+static void rms_pass(void *ctx, Terms mode, float *dst) {
+    RmsBwd *b = ctx;
+    b->mode = mode, b->dst = dst;
+    ac_parallel_for_max(b->rows, AC_GRAIN / (b->D + 1) + 1, b->chunks, rms_backward_task, b);
+    b->have = true;
+}
+
+typedef struct { ac_saved x, w; Tensor *stats; } RmsSaved;
+
+static void rms_backward(Node *n, Tensor *gt) {
+    const RmsSaved *sv = n->ctx;
+    Tensor *x = n->inputs[0], *w = n->inputs[1];
+    int64_t D = x->shape[x->ndim - 1], rows = ac_rows(x);
+    const float *G = ac_cdata(gt), *X = ac_cdata(ac_unpack(n, sv->x)), *st = sv->stats->data;
+    if (ac_needs_grad(w)) { /* MulBackward0 of norm_x * scale: scale's, summed over the rows as sum_to sums it */
+        Tensor *gw = ac_new_zeros(AC_FLOAT32, 1, &D);
+        Tensor *gn = ac_new(AC_FLOAT32, 2, (int64_t[]){rows, D});
+        RmsParams p = {G, X, st, gn->data, D};
+        ac_parallel_for(rows, AC_GRAIN / (D + 1) + 1, rms_gn_task, &p);
+        if (x->ndim == 1) memcpy(gw->data, gn->data, sizeof(float) * (size_t)D);
+        else ac_sum_rows(gn->data, rows, D, gw->data);
+        ac_accum_new(w, gw);
+    }
+    if (ac_needs_grad(x)) {
+        Tensor *gp = ac_new(AC_FLOAT32, 1, (int64_t[]){rows});
+        int chunks = ac_parallel_chunks(rows, AC_GRAIN / (D + 1) + 1);
+        float *tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)D, (size_t)chunks));
+        RmsBwd b = {G, X, ac_cdata(ac_unpack(n, sv->w)), st, gp->data, tmp, chunks, false, rows, D, (float)D, FIRST, NULL};
+        send_terms(n, 0, x, gt, rms_pass, &b, (const float *[]){G, X}, 2);
+    }
+}
+
+bool ac_book_rms_norm_fits(const Tensor *x, const Tensor *scale) {
+    ac_check_defined(x, "book_rms_norm");
+    ac_check_defined(scale, "book_rms_norm");
+    if (x->dtype != AC_FLOAT32 || scale->dtype != AC_FLOAT32 || x->ndim < 1 || scale->ndim != 1) return false;
+    int64_t D = x->shape[x->ndim - 1];
+    return D >= 1 && scale->shape[0] == D && x != scale; /* one tensor in two roles: another order */
+}
+
+Tensor *ac_book_rms_norm(Tensor *x, Tensor *scale, double eps) {
+    const char *op = "book_rms_norm";
+    ac_check_float(x, op);
+    ac_check_float(scale, op);
+    if (!ac_book_rms_norm_fits(x, scale))
+        ac_error("%s: expected an input [*, n] (n >= 1) and a scale of [n], two tensors, but got %s and %s", op,
+                 ac_shape_str(x), ac_shape_str(scale));
+    int64_t D = x->shape[x->ndim - 1], rows = ac_rows(x);
+    bool grad = torch_is_grad_enabled() && (x->requires_grad || scale->requires_grad);
+    Tensor *y = ac_new_like(x), *stats = grad ? ac_new(AC_FLOAT32, 1, (int64_t[]){2 * rows}) : NULL;
+    int64_t grain = AC_GRAIN / (D + 1) + 1;
+    int chunks = ac_parallel_chunks(rows, grain);
+    float *tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)D, (size_t)chunks));
+    RmsFwd f = {ac_cdata(x), ac_cdata(scale), y->data, stats ? stats->data : NULL, tmp, D, (float)eps};
+    ac_parallel_for_max(rows, grain, chunks, rms_forward_task, &f);
+    /* PyTorch has no such node: the book's RMSNorm is its ops one by one there */
+    Node *n = AC_NODE("BookRMSNormBackward0", rms_backward, y, x, scale);
+    if (n) {
+        RmsSaved *sv = AC_CTX(n, RmsSaved);
         sv->x = ac_save(n, x);
         if (x->requires_grad) sv->w = ac_save(n, scale); /* x's gradient reads scale */
         sv->stats = stats;

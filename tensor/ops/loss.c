@@ -54,8 +54,9 @@ static float nll_mean(const float *lp, const int64_t *t, int64_t N, int64_t C, i
 }
 
 /* The op's own copies (log_softmax's output, the checked targets) and the
- * count of targets not ignored. fused: cross_entropy, through log_softmax too. */
-typedef struct { Tensor *logp, *tgt; int64_t ignore; bool fused; float total; } LossSaved;
+ * count of targets not ignored. fused: cross_entropy, through log_softmax too.
+ * used: cross_entropy's backward wrote its gradient over logp (below). */
+typedef struct { Tensor *logp, *tgt; int64_t ignore; bool fused, used; float total; } LossSaved;
 
 typedef struct { const float *lp; const int64_t *t; float *d; int64_t C, ignore; float grad; bool fused; } LossJob;
 
@@ -76,17 +77,30 @@ static void loss_rows_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
 }
 
 static void loss_backward(Node *n, Tensor *gt) {
-    const LossSaved *sv = n->ctx;
+    LossSaved *sv = n->ctx;
     Tensor *x = n->inputs[0], *logp = sv->logp, *tgt = sv->tgt;
     int64_t N = x->shape[0], C = x->shape[1], ignore = sv->ignore;
     bool fused = sv->fused;
+    if (sv->used) /* a sweep an error ended ran this node, and a second runs it again */
+        ac_error("backward: Trying to backward through the graph a second time (or directly access saved tensors "
+                 "after they have already been freed). Specify retain_graph=True if you need to backward through "
+                 "the graph a second time. (node NllLossBackward0)");
     float grad = -(ac_cdata(gt)[0] / sv->total);
     const float *lp = logp ? logp->data : NULL;
     const int64_t *t = tgt->data;
-    Tensor *gx = ac_new(AC_FLOAT32, 2, x->shape);
+    /* cross_entropy's logp is its own, read by nothing but this node: where the graph is not kept, its
+     * gradient goes over it, element by element (each read before it is written), instead of into a
+     * new (N, C) buffer: the logits' size less at the step's peak */
+    bool reuse = fused && !ac_backward_retains_graph();
+    Tensor *gx = reuse ? logp : ac_new(AC_FLOAT32, 2, x->shape);
     LossJob j = {lp, t, gx->data, C, ignore, grad, fused};
     ac_parallel_for(N, AC_GRAIN / (C + 1) + 1, loss_rows_task, &j); /* rows are independent */
-    ac_accum(x, gx);
+    if (reuse) {
+        sv->used = true;
+        ac_accum_new(x, gx);
+    } else {
+        ac_accum(x, gx);
+    }
 }
 
 static Tensor *loss(Tensor *x, Tensor *target, int64_t ignore_index, bool fused) {
@@ -103,7 +117,7 @@ static Tensor *loss(Tensor *x, Tensor *target, int64_t ignore_index, bool fused)
     ((float *)out->data)[0] = nll_mean(ac_cdata(logp), tgt->data, x->shape[0], x->shape[1], ignore_index, &total);
     Node *n = AC_NODE("NllLossBackward0", loss_backward, out, x);
     if (n) {
-        *AC_CTX(n, LossSaved) = (LossSaved){fused ? logp : NULL, tgt, ignore_index, fused, total};
+        *AC_CTX(n, LossSaved) = (LossSaved){fused ? logp : NULL, tgt, ignore_index, fused, false, total};
         n->uses_saved = true;
     }
     return out;

@@ -2,16 +2,33 @@
  * order ATen's CPU kernels compute them. A row that is all -inf gives NaN, as
  * in torch.softmax. */
 #include <math.h>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "internal.h"
 
 static float nan_max(const float *x, int64_t n, int64_t stride) {
     float m = -INFINITY;
-    if (stride == 1) { /* eight running maxima, no early exit: the compiler vectorizes it (max is exact in any order) */
+    if (stride == 1) { /* eight running maxima, no early exit (max is exact in any order) */
         float lane[8];
         int nan[8] = {0};
         for (int l = 0; l < 8; l++) lane[l] = -INFINITY;
         int64_t i = 0;
+#if defined(__SSE2__)
+        /* gcc does not vectorize the plain loop below (the NaN flags): SSE2, which every x86-64 has.
+         * maxps(v, lane) is v > lane ? v : lane, the plain loop's expression; unord marks a NaN */
+        __m128 lo = _mm_set1_ps(-INFINITY), hi = lo, bad = _mm_setzero_ps();
+        for (; i + 8 <= n; i += 8) {
+            __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+            bad = _mm_or_ps(bad, _mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b)));
+            lo = _mm_max_ps(a, lo);
+            hi = _mm_max_ps(b, hi);
+        }
+        if (_mm_movemask_ps(bad)) return NAN;
+        _mm_storeu_ps(lane, lo);
+        _mm_storeu_ps(lane + 4, hi);
+#endif
         for (; i + 8 <= n; i += 8)
             for (int l = 0; l < 8; l++) {
                 float v = x[i + l];
@@ -138,19 +155,27 @@ static void backward_task(void *ctx, int64_t o0, int64_t o1, int chunk) {
         }
         return;
     }
+    if (inner == 1) { /* log_softmax over the last dim: s as ATen's reduce_all (8 lanes), then exp(y) for
+                       * the row at once (ac_exp_sub(y, 0): expf(y - 0) is expf(y), libm's in exact math,
+                       * vectorized in fast), written after the row of g is read whole (out may be g) */
+        float *e = r->tmp + (size_t)chunk * (size_t)(size ? size : 1);
+        for (int64_t o = o0; o < o1; o++) {
+            const float *gr = g + o * size, *yr = y + o * size;
+            float *out = r->out + o * size, s = ac_lane8_sum(gr, size);
+            ac_exp_sub(yr, 0.0f, e, size);
+            for (int64_t i = 0; i < size; i++) out[i] = gr[i] - e[i] * s;
+        }
+        return;
+    }
     for (int64_t o = o0; o < o1; o++) {
         for (int64_t in = 0; in < inner; in++) {
             int64_t base = o * size * inner + in;
             float s = 0;
             /* softmax:     dx = y * (g - sum(g * y))
              * log_softmax: dx = g - exp(y) * sum(g) */
-            if (inner == 1) { /* log_softmax over the last dim: ATen's reduce_all, 8 lanes */
-                s = ac_lane8_sum(g + base, size);
-            } else {
-                for (int64_t i = 0; i < size; i++) {
-                    int64_t k = base + i * inner;
-                    s += r->log ? g[k] : g[k] * y[k];
-                }
+            for (int64_t i = 0; i < size; i++) {
+                int64_t k = base + i * inner;
+                s += r->log ? g[k] : g[k] * y[k];
             }
             for (int64_t i = 0; i < size; i++) {
                 int64_t k = base + i * inner;
@@ -175,7 +200,10 @@ static void softmax_backward(Node *n, Tensor *gt) {
     split(x, sv->dim, &outer, &size, &inner);
     Tensor *rt = ac_grad_out(n, gt); /* each row is read whole before it is written */
     Rows r = {NULL, ac_cdata(ac_unpack(n, sv->y)), ac_cdata(gt), rt->data, NULL, size, inner, sv->log, ac_get_exact()};
-    ac_parallel_for(outer, grain_rows(size, inner), backward_task, &r);
+    int64_t grain = grain_rows(size, inner);
+    int chunks = ac_parallel_chunks(outer, grain);
+    if (sv->log && inner == 1) r.tmp = ac_arena_alloc(sizeof(float) * ac_size_mul((size_t)(size ? size : 1), (size_t)chunks));
+    ac_parallel_for_max(outer, grain, chunks, backward_task, &r);
     ac_accum_new(x, rt);
 }
 
