@@ -250,7 +250,7 @@ appendix-d: $(B)/gpt
 SWEEP_SEED ?= 40
 SWEEP_CONFIGS ?= 16
 sweep: $(B)/gpt $(B)/finetune $(B)/train $(B)/llm
-	python3 tests/tools/sweep.py --seed $(SWEEP_SEED) --configs $(SWEEP_CONFIGS) --build $(B)
+	python3 tests/tools/sweep.py --seed $(SWEEP_SEED) --configs $(SWEEP_CONFIGS) --weights --build $(B)
 
 # Every fenced shell block that a README marks runnable (<!-- runnable --> on the line before it), run
 # with bash -e in a fresh clone of the committed tree, with ../shared beside it (tests/readme_commands.sh).

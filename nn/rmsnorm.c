@@ -1,9 +1,9 @@
 /* RMSNorm: the book's class (Qwen3, `scale`) and nn.RMSNorm (Llama 3, `weight`). Both compute
  *     variance = x.pow(2).mean(dim=-1, keepdim=True)
  *     norm_x = x * torch.rsqrt(variance + self.eps) * self.scale
- * in float32. rsqrt is pow(., -0.5): PyTorch's CPU rsqrt is 1 / sqrt(x) in float, and so is
- * pow_scalar's -0.5 (tensor/ops/elementwise.c), bit for bit; its backward, -0.5 x^-1.5, is within
- * rounding of RsqrtBackward's -0.5 r^3. */
+ * in float32, torch.rsqrt as PyTorch's: 1 / sqrt(x) in float, and RsqrtBackward0's
+ * -0.5 * grad * r^3 (pow(., -0.5) gives the same forward, but its backward, -0.5 x^-1.5, differs by
+ * ulps: a trained model drifted from PyTorch's from the first step). */
 #include <stdio.h>
 #include <string.h>
 
@@ -54,6 +54,6 @@ Tensor *nn_RMSNorm_forward(nn_RMSNorm *self, Tensor *x) {                      /
     if (nn_rmsnorm_fused && ac_book_rms_norm_fits(x, self->scale))             // (C: the three lines below as one op,
         return ac_book_rms_norm(x, self->scale, self->eps);                     // the same bits: tensor/ops/fused.c)
     Tensor *variance = torch_mean_dim(torch_pow(x, 2.0), 1, (int64_t[]){-1}, true); //     variance = x.pow(2).mean(dim=-1, keepdim=True)
-    Tensor *norm_x = torch_mul(x, torch_pow(torch_add_scalar(variance, self->eps), -0.5)); //     norm_x = x * torch.rsqrt(variance + self.eps)
+    Tensor *norm_x = torch_mul(x, torch_rsqrt(torch_add_scalar(variance, self->eps))); //     norm_x = x * torch.rsqrt(variance + self.eps)
     return torch_mul(norm_x, self->scale);                                       //     norm_x = norm_x * self.scale
 }

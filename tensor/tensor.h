@@ -331,6 +331,7 @@ Tensor *torch_neg(Tensor *a);
 Tensor *torch_exp(Tensor *a);
 Tensor *torch_log(Tensor *a);
 Tensor *torch_sqrt(Tensor *a);
+Tensor *torch_rsqrt(Tensor *a); /* 1 / sqrt(a) in float, as PyTorch's CPU rsqrt; RsqrtBackward0 */
 Tensor *torch_pow(Tensor *a, double exponent);       /* a ** exponent */
 Tensor *torch_relu(Tensor *a);
 Tensor *torch_tanh(Tensor *a);

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "gpt.h"
+#include "llm.h"
 #include "toy_lm.h"
 #include "tests.h"
 
@@ -107,12 +108,40 @@ static Outputs run_case(const char *op, const int64_t *d, bool fused) {
         torch_backward(torch_mul_scalar(loss, 1.5), NULL);
         put(&o, "loss", loss);
         put(&o, "grad", logits->grad);
-    } else if (!strcmp(op, "gpt_grads") || !strcmp(op, "toylm_grads")) {
+    } else if (!strcmp(op, "rsqrt")) {
+        Tensor *x = torch_requires_grad_(rand_scaled(2, d, 4.0, 0.01), true), *w = rand_scaled(2, d, 4.0, -2.0);
+        Tensor *y = torch_rsqrt(x);
+        torch_backward(weighted_loss(y, w), NULL);
+        put(&o, "y", y);
+        put(&o, "grad", x->grad);
+    } else if (!strcmp(op, "rms_norm")) {
+        Tensor *x = torch_requires_grad_(rand_scaled(3, d, 3.0, -1.0), true);
+        nn_RMSNorm *norm = nn_RMSNorm_new(d[2], 1e-6);
+        bool prev = torch_no_grad_enter();                                        /* with torch.no_grad(): */
+        torch_copy_(norm->scale, rand_scaled(SHAPE(d[2]), 0.2, 0.9));
+        torch_no_grad_exit(prev);
+        Tensor *w = rand_scaled(3, d, 4.0, -2.0);
+        bool was = nn_rmsnorm_fused;
+        nn_rmsnorm_fused = fused; /* the fused op and the book's lines one by one: the same bits */
+        Tensor *y = nn_RMSNorm_forward(norm, x);
+        nn_rmsnorm_fused = was;
+        torch_backward(weighted_loss(y, w), NULL);
+        put(&o, "y", y);
+        put(&o, "grad_x", x->grad);
+        put(&o, "grad_scale", torch_clone(norm->scale->grad));
+        nn_free(&norm->module);
+    } else if (!strcmp(op, "gpt_grads") || !strcmp(op, "toylm_grads") || !strcmp(op, "llm_grads")) {
         /* one backward of a model: the engine's order decides how a tensor's gradients are summed */
-        bool gpt = op[0] == 'g';
-        int64_t b = d[0], t = d[1], vocab = gpt ? d[5] : d[4];
+        bool gpt = op[0] == 'g', llm = op[0] == 'l';
+        int64_t b = d[0], t = d[1], vocab = gpt ? d[5] : llm ? d[6] : d[4];
         nn_Module *m;
-        if (gpt) {
+        if (llm) { /* Qwen3Model or Llama3Model, 2 layers: d = b, t, emb, heads, kv groups, head_dim, vocab, llama */
+            nn_LLMConfig cfg = {.llama = d[7] != 0, .vocab_size = vocab, .context_length = t, .emb_dim = d[2], .n_heads = d[3],
+                                .n_layers = 2, .hidden_dim = 2 * d[2] + 1, .head_dim = d[5], .qk_norm = d[7] == 0,
+                                .n_kv_groups = d[4], .rope_base = 10000.0, .rms_norm_eps = d[7] ? 1e-5 : 1e-6,
+                                .eos_token_id = -1};
+            m = &nn_LLMModel_new(cfg)->module;
+        } else if (gpt) {
             nn_GPTConfig cfg = {.vocab_size = vocab, .context_length = t, .emb_dim = d[2], .n_heads = d[3],
                                 .n_layers = d[4], .drop_rate = 0.0, .qkv_bias = true};
             m = &nn_GPTModel_new(cfg)->module;
@@ -134,7 +163,8 @@ static Outputs run_case(const char *op, const int64_t *d, bool fused) {
         nn_TensorList ps = nn_named_parameters(m);
         for (int i = 0; i < ps.n && o.n < MAX_OUT; i++) /* copies in the arena: the model is freed */
             put(&o, ps.names[i], torch_clone(ps.tensors[i]->grad));
-        nn_free(m);
+        if (llm) nn_LLMModel_free((nn_LLMModel *)m);
+        else nn_free(m);
     } else {
         ck_abort_msg("exact_orders_golden.txt: unknown op '%s'", op);
     }
@@ -159,7 +189,8 @@ START_TEST(test_exact_orders_vs_pytorch) {
         int nout = 0;
         for (line = strtok_r(NULL, "\n", &save); line && strncmp(line, "case ", 5); line = strtok_r(NULL, "\n", &save))
             outs[nout++] = line;
-        for (int fused = 1; fused >= (strcmp(op, "layer_norm") ? 1 : 0); fused--) {
+        bool two = !strcmp(op, "layer_norm") || !strcmp(op, "rms_norm"); /* fused, then op by op */
+        for (int fused = 1; fused >= (two ? 0 : 1); fused--) {
             ac_mark m = ac_arena_mark();
             torch_manual_seed((uint64_t)seed);
             Outputs o = run_case(op, d, fused);
@@ -171,7 +202,7 @@ START_TEST(test_exact_orders_vs_pytorch) {
                               "%s (seed %d): output %d is %s, the golden's '%s'", op, seed, i, o.name[i], outs[i]);
                 ck_assert_msg(fnv_floats(o.t[i]) == (uint32_t)want, "%s %lld %lld %lld %lld (seed %d%s): %s differs from PyTorch's",
                               op, (long long)d[0], (long long)d[1], (long long)d[2], (long long)d[3], seed,
-                              strcmp(op, "layer_norm") ? "" : fused ? ", fused" : ", op by op", name);
+                              !two ? "" : fused ? ", fused" : ", op by op", name);
                 checked++;
             }
             ac_arena_release(m);
@@ -179,7 +210,7 @@ START_TEST(test_exact_orders_vs_pytorch) {
         cases++;
     }
     free(text);
-    ck_assert_int_ge(cases, 204);
+    ck_assert_int_ge(cases, 237);
     ck_assert_int_ge(checked, 400);
 }
 END_TEST

@@ -155,6 +155,7 @@ FN(neg, torch_neg(x[0]))
 FN(exp_, torch_exp(x[0]))
 FN(log_, torch_log(x[0]))
 FN(sqrt_, torch_sqrt(x[0]))
+FN(rsqrt_, torch_rsqrt(x[0]))
 FN(pow2, torch_pow(x[0], 2.0))
 FN(pow3, torch_pow(x[0], 3.0))
 FN(powh, torch_pow(x[0], 0.5))
@@ -193,6 +194,7 @@ START_TEST(test_grad_elementwise) {
     CHECK(exp_, IN(1, 2, 3));
     CHECK(log_, POS(1, 6));
     CHECK(sqrt_, POS(1, 6));
+    CHECK(rsqrt_, POS(1, 6));
     CHECK(pow2, IN(1, 6));
     CHECK(pow3, IN(1, 6));
     CHECK(powh, POS(1, 6));

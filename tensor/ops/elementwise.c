@@ -185,13 +185,15 @@ Tensor *torch_div_scalar(Tensor *a, double s) { return scalar_op(DIV, a, s); }
 
 /* ---- unary -------------------------------------------------------------------------- */
 
-typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP, SIN, COS, LOGSIGMOID } UnOp;
+typedef enum { NEG, EXP, LOG, SQRT, POW, RELU, TANH, GELU, SIGMOID, SILU, SOFTPLUS, ABS, CLAMP, SIN, COS, LOGSIGMOID, RSQRT } UnOp;
 static const char *const un_names[] = {"NegBackward0",     "ExpBackward0",  "LogBackward0",   "SqrtBackward0",
                                        "PowBackward0",     "ReluBackward0", "TanhBackward0",  "GeluBackward0",
                                        "SigmoidBackward0", "SiluBackward0", "SoftplusBackward0", "AbsBackward0",
-                                       "ClampBackward1",   "SinBackward0",  "CosBackward0",   "LogSigmoidBackward0"};
+                                       "ClampBackward1",   "SinBackward0",  "CosBackward0",   "LogSigmoidBackward0",
+                                       "RsqrtBackward0"};
 static const char *const un_ops[] = {"neg",  "exp",     "log",  "sqrt",     "pow", "relu", "tanh",
-                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp", "sin", "cos", "log_sigmoid"};
+                                     "gelu", "sigmoid", "silu", "softplus", "abs", "clamp", "sin", "cos", "log_sigmoid",
+                                     "rsqrt"};
 
 #define UN_LOOP(EXPR) for (int64_t i_ = 0; i_ < n; i_++) { float x = in[i_]; o[i_] = (EXPR); }
 
@@ -235,6 +237,7 @@ static void un_compute_range(UnOp op, const float *in, float *o, int64_t n, doub
     case EXP: UN_LOOP(expf(x)); break;
     case LOG: UN_LOOP(logf(x)); break;
     case SQRT: UN_LOOP(sqrtf(x)); break;
+    case RSQRT: UN_LOOP(1.0f / sqrtf(x)); break; /* PyTorch's CPU rsqrt: 1 / sqrt in float */
     case POW: /* the common exponents in loops of their own, which vectorize */
         if (e == 2.0) {
             UN_LOOP(x * x);
@@ -294,6 +297,7 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     case EXP: UNB_LOOP(g[i] * y[i]); break;           /* d e^x = e^x */
     case LOG: UNB_LOOP(g[i] / x[i]); break;           /* d log x = 1/x */
     case SQRT: UNB_LOOP(g[i] / (2.0f * y[i])); break; /* d sqrt x = 1/(2 sqrt x) */
+    case RSQRT: UNB_LOOP((-0.5f * g[i]) * ((y[i] * y[i]) * y[i])); break; /* RsqrtBackward0: -0.5 * grad * result.pow(3) */
     case POW: /* PyTorch's pow_backward: grad * (exponent * self.pow(exponent - 1)), in that order; self.pow(1)
                * is a copy of self (pow_Tensor_Scalar_out), so x^2's backward reads x itself, no powf */
         if (e == 0.0f) {
@@ -348,10 +352,12 @@ static void un_backward_task(void *ctx, int64_t i0, int64_t i1, int chunk) {
     }
 }
 
-/* exp, sqrt, relu and tanh read their result; log, pow and gelu their input. */
+/* exp, sqrt, rsqrt, relu, tanh and sigmoid read their result; log, pow and gelu their input. */
 typedef struct { UnOp op; double e, e2; ac_saved x, y; } UnSaved;
 
-static bool un_saves_result(UnOp op) { return op == EXP || op == SQRT || op == RELU || op == TANH || op == SIGMOID; }
+static bool un_saves_result(UnOp op) {
+    return op == EXP || op == SQRT || op == RSQRT || op == RELU || op == TANH || op == SIGMOID;
+}
 
 static void un_backward(Node *n, Tensor *gt) {
     const UnSaved *sv = n->ctx;
@@ -384,6 +390,7 @@ Tensor *torch_neg(Tensor *a) { return unary(NEG, a, 0); }
 Tensor *torch_exp(Tensor *a) { return unary(EXP, a, 0); }
 Tensor *torch_log(Tensor *a) { return unary(LOG, a, 0); }
 Tensor *torch_sqrt(Tensor *a) { return unary(SQRT, a, 0); }
+Tensor *torch_rsqrt(Tensor *a) { return unary(RSQRT, a, 0); }
 Tensor *torch_pow(Tensor *a, double exponent) { return unary(POW, a, exponent); }
 Tensor *torch_relu(Tensor *a) { return unary(RELU, a, 0); }
 Tensor *torch_tanh(Tensor *a) { return unary(TANH, a, 0); }

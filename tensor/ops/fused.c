@@ -392,16 +392,16 @@ Tensor *ac_book_layer_norm(Tensor *x, Tensor *scale, Tensor *shift, double eps) 
 /* ---- RMSNorm --------------------------------------------------------------------------------------
  * The book's (Qwen3, and nn.RMSNorm: the same math), in nn_RMSNorm_forward:
  *     variance = x.pow(2).mean(dim=-1, keepdim=True)
- *     norm_x = x * torch.rsqrt(variance + self.eps)   (rsqrt as pow(., -0.5): 1 / sqrtf)
+ *     norm_x = x * torch.rsqrt(variance + self.eps)   (1 / sqrtf, RsqrtBackward0)
  *     return norm_x * self.scale
  * A row's forward: p = x * x, the mean as the mean op sums p (ac_cascade_sum, then / n in float),
  * ve = mean + float(eps), r = 1 / sqrtf(ve), y = (x * r) * scale. The node keeps x, scale and two
  * floats a row: ve and r. Its backward, node by node in the engine's order (MulBackward0 of
- * norm_x * scale, MulBackward0 of x * r, PowBackward0 of ve^-0.5, AddBackward1, MeanBackward1,
+ * norm_x * scale, MulBackward0 of x * r, RsqrtBackward0, AddBackward1, MeanBackward1,
  * PowBackward0 of x^2), with g_n = g * scale:
  *     scale gets  sum over rows of g * norm_x  (ac_sum_rows, as sum_to; a 1-d x's not summed);
  *     a row's  g_r = sum of g_n * x  (sum_to over the last dim: 0 + ac_cascade_sum, a row of one not
- *              summed),  g_ve = g_r * (-0.5 * powf(ve, -1.5)),  g_p = g_ve / n;
+ *              summed),  g_ve = (-0.5 * g_r) * ((r * r) * r),  g_p = g_ve / n;
  *     x gets  t1 = g_n * r  (MulBackward0's, first),  t2 = g_p * (2 * x)  (PowBackward0's, last).
  * x gets two terms where send_terms adds three: the third is -0.0, which leaves every float as it is
  * (s + -0.0 is s, a -0.0 sum included). */
@@ -463,7 +463,7 @@ static void rms_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
     for (int64_t r = r0; r < r1; r++) {
         const float *g = b->G + r * D, *x = b->X + r * D;
         float *dst = b->dst + r * D;
-        const float ve = b->st[2 * r], rs = b->st[2 * r + 1];
+        const float rs = b->st[2 * r + 1]; /* (ve, kept beside it, is not needed: RsqrtBackward0 reads the result) */
         float gp;
         if (!b->have) {
             float *q = b->tmp + (size_t)chunk * (size_t)D;
@@ -472,7 +472,7 @@ static void rms_backward_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
                 q[j] = g_n * x[j];       /* MulBackward0 of x * r: r's, before sum_to */
             }
             float g_r = D == 1 ? q[0] : 0.0f + ac_cascade_sum(q, D, 1); /* sum_to: zeros, += the row's sum */
-            float g_ve = g_r * (-0.5f * powf(ve, -1.5f)); /* PowBackward0: g * (-0.5 * ve^-1.5); AddBackward1 passes it on */
+            float g_ve = (-0.5f * g_r) * ((rs * rs) * rs); /* RsqrtBackward0: -0.5 * g * r^3; AddBackward1 passes it on */
             gp = g_ve / b->fD;                            /* MeanBackward1: g / n */
             b->gp[r] = gp;
         } else {

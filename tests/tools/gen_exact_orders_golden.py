@@ -21,6 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(os.path.dirname(ROOT), "shared", "pytorch"))
 from gpt import GPTModel, LayerNorm  # noqa: E402  (the book's, op by op)
 from toy_lm import ToyLM  # noqa: E402
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from llm_ref import RMSNorm, build_model  # noqa: E402  (the bonus chapters' classes, for PyTorch 1.13)
 
 # the row lengths: below, at and around the 8-wide vectors, the ilp-4 groups and the 16-element cascade steps
 LENGTHS = [1, 2, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 64, 96, 97, 127, 255, 257, 1000, 4099]
@@ -128,6 +130,34 @@ def case_toylm_grads(b, t, d, heads, vocab):
     return model_grads(model, ids(b, t, vocab), ids(b, t, vocab))
 
 
+def case_rsqrt(r, n):
+    x = rand(r, n, scale=4.0, shift=0.01).requires_grad_()
+    w = rand(r, n)
+    y = torch.rsqrt(x)
+    (y * w).sum().backward()
+    return [("y", y), ("grad", x.grad)]
+
+
+def case_rms_norm(b, t, e):
+    x = rand(b, t, e, scale=3.0, shift=-1.0).requires_grad_()
+    norm = RMSNorm(e, eps=1e-6)
+    with torch.no_grad():
+        norm.scale.copy_(rand(e, scale=0.2, shift=0.9))
+    w = rand(b, t, e)
+    y = norm(x)
+    (y * w).sum().backward()
+    return [("y", y), ("grad_x", x.grad), ("grad_scale", norm.scale.grad)]
+
+
+def case_llm_grads(b, t, emb, heads, kv, hd, vocab, llama):
+    """Qwen3 (q/k norm) or Llama 3 with heads / kv heads in a group: RMSNorm's rsqrt, GQA's repeat_interleave"""
+    cfg = {"vocab_size": vocab, "context_length": t, "emb_dim": emb, "n_heads": heads, "n_layers": 2,
+           "hidden_dim": 2 * emb + 1, "head_dim": hd, "qk_norm": not llama, "n_kv_groups": kv,
+           "rope_base": 10000.0, "rms_norm_eps": 1e-5 if llama else 1e-6, "llama": bool(llama), "tie": False}
+    model = build_model(cfg)
+    return model_grads(model, ids(b, t, vocab), ids(b, t, vocab))
+
+
 def cases():
     seed = 0
     for n in LENGTHS:
@@ -152,6 +182,15 @@ def cases():
             lambda b=b, t=t, e=emb, h=heads, n=layers, v=vocab: case_gpt_grads(b, t, e, h, n, v)
     for b, t, d, heads, vocab in ((4, 8, 16, 4, 29), (2, 13, 9, 3, 40)):
         yield "toylm_grads", (b, t, d, heads, vocab), lambda b=b, t=t, d=d, h=heads, v=vocab: case_toylm_grads(b, t, d, h, v)
+    # the sweep's llm findings: RMSNorm's rsqrt (its backward is RsqrtBackward0's, not pow's) and GQA's
+    # repeat_interleave (an index_select: groups of 5, 7 and 8 summed in index order)
+    for n in LENGTHS:
+        yield "rsqrt", (3, n), lambda n=n: case_rsqrt(3, n)
+    for b, t, e in ((1, 1, 1), (2, 3, 7), (3, 7, 9), (2, 48, 96), (1, 17, 33), (2, 5, 257)):
+        yield "rms_norm", (b, t, e), lambda b=b, t=t, e=e: case_rms_norm(b, t, e)
+    for d in ((2, 6, 20, 7, 1, 6, 31, 1), (1, 9, 16, 8, 1, 4, 23, 0), (2, 5, 30, 5, 1, 6, 17, 1), (2, 7, 24, 8, 2, 6, 29, 0),
+              (1, 8, 12, 4, 4, 4, 13, 1), (2, 4, 18, 6, 3, 8, 19, 0)):
+        yield "llm_grads", d, lambda d=d: case_llm_grads(*d)
 
 
 def main():
