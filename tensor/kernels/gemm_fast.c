@@ -20,6 +20,7 @@
  * elsewhere a portable one (4 x 16) written with fmaf, which compilers turn
  * into NEON's fmla on ARM. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -307,6 +308,9 @@ __attribute__((target("avx2,fma"))) static void gemv_rows_avx2(int64_t M, int64_
         int64_t k = 0;
         for (; k + 8 <= K; k += 8) {
             __m256 col[8];
+            if (j + 16 <= N) /* the next 8 lines' same place, ahead of the hardware's prefetcher (as gemm_bf16.c) */
+                for (int q = 0; q < 8; q += 2) /* a 64-byte line is two steps: every other line a step */
+                    __builtin_prefetch((const void *)((uintptr_t)(w + k + (8 + q + (k & 8 ? 1 : 0)) * csb)));
             transpose8(w + k, csb, 8, col);
             for (int q = 0; q < 8; q++) /* step k + q: col[q] holds B[k + q][j .. j + 7] */
                 for (int64_t m = 0; m < M; m++)
