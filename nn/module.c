@@ -37,12 +37,13 @@ static void check_module(const nn_Module *m, const char *op) {
         ac_error("%s: this is not a module: initialise it with nn_module_new or nn_module_init (or it was freed already)", op);
 }
 
-Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) {
-    Tensor *p = nn_Parameter(data);
+static Tensor *add_param(nn_Module *m, const char *name, Tensor *p) {
     m->params = grow(m->params, m->n_params, sizeof *m->params);
     m->params[m->n_params++] = (nn_Named){ac_strdup(name), p};
     return p;
 }
+
+Tensor *nn_register_parameter(nn_Module *m, const char *name, Tensor *data) { return add_param(m, name, nn_Parameter(data)); }
 
 Tensor *nn_register_parameter_empty(nn_Module *m, const char *name, int ndim, const int64_t *shape) {
     /* PyTorch's meta device: the shape alone, over one zero (every stride 0), no memory of its size */
@@ -52,9 +53,7 @@ Tensor *nn_register_parameter_empty(nn_Module *m, const char *name, int ndim, co
     for (int d = 0; d < ndim; d++) p->shape[d] = shape[d], p->stride[d] = 0;
     torch_requires_grad_(p, true);
     p->is_param = true;
-    m->params = grow(m->params, m->n_params, sizeof *m->params);
-    m->params[m->n_params++] = (nn_Named){ac_strdup(name), p};
-    return p;
+    return add_param(m, name, p);
 }
 
 static _Thread_local bool skip_init;

@@ -430,16 +430,11 @@ static bool read_tensor(const Index *x, const Entry *e, Tensor *dst, char *err, 
     unsigned char *buf = in_place ? (unsigned char *)dst->data + (size_t)dst->offset * (dst->dtype == AC_FLOAT32 ? 4 : 2)
                                   : ac_malloc(bytes ? bytes : 1);
     bool ok = fseek(f, (long)(sf->data_start + e->begin), SEEK_SET) == 0 && fread(buf, 1, bytes, f) == bytes;
-    if (in_place) {
-        fclose(f);
-        if (!ok) snprintf(err, errlen, "%s: cannot read tensor \"%s\"", sf->path, e->name);
-        return ok;
-    }
     fclose(f);
-    if (!ok) {
-        snprintf(err, errlen, "%s: cannot read tensor \"%s\"", sf->path, e->name);
-        free(buf);
-        return false;
+    if (!ok) snprintf(err, errlen, "%s: cannot read tensor \"%s\"", sf->path, e->name);
+    if (!ok || in_place) {
+        if (!in_place) free(buf);
+        return ok;
     }
     float *o = dst->data;
     uint16_t *o16 = dst->data; /* a weight held as bfloat16 (its file's BF16, bit for bit) */

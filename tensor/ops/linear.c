@@ -59,30 +59,20 @@ static void bias_task(void *ctx, int64_t r0, int64_t r1, int chunk) {
         for (int64_t k = 0; k < j->out_f; k++) j->y[r * j->out_f + k] += j->b[k];
 }
 
-/* A weight held as bfloat16 (a model loaded for generation): no graph; fast math reads it as it
- * is (gemm_bf16.c); exact math widens it first, as model.to(torch.float32) would have. */
-static Tensor *linear_bf16(Tensor *x, Tensor *w, Tensor *b) {
+/* A weight held as bfloat16 (a model loaded for generation) has no gradient: refused where one would
+ * flow. Fast math reads it as it is (gemm_bf16.c); exact math widens it first, as
+ * model.to(torch.float32) would have, and goes on as for any float32 weight. */
+static Tensor *bf16_weight(Tensor *x, Tensor *w, Tensor *b) {
     if (torch_is_grad_enabled() && (x->requires_grad || w->requires_grad || (b && b->requires_grad)))
         ac_error("linear: the weight %s is held as bfloat16, for generation: no gradient flows through it "
                  "(run under torch.no_grad(), or hold the weights as float32 to train)", ac_shape_str(w));
     if (!torch_is_contiguous(w)) ac_error("linear: a bfloat16 weight must be contiguous, got %s", ac_shape_str(w));
-    if (ac_get_exact()) {
-        Tensor *wf = ac_new(AC_FLOAT32, 2, w->shape);
-        const uint16_t *wd = (const uint16_t *)w->data + w->offset;
-        float *o = wf->data;
-        for (int64_t i = 0, n = torch_numel(w); i < n; i++) o[i] = ac_bf16_to_f32(wd[i]);
-        return torch_linear(x, wf, b);
-    }
-    int64_t out_f = w->shape[0], in_f = w->shape[1], rows = ac_rows(x), shape[AC_MAX_DIMS];
-    for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
-    shape[x->ndim - 1] = out_f;
-    Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);
-    ac_gemm_bf16(rows, out_f, in_f, ac_cdata(x), in_f, (const uint16_t *)w->data + w->offset, y->data, out_f);
-    if (b) {
-        BiasJob j = {ac_cdata(b), y->data, out_f};
-        ac_parallel_for(rows, AC_GRAIN / (out_f + 1) + 1, bias_task, &j);
-    }
-    return y;
+    if (!ac_get_exact()) return w;
+    Tensor *wf = ac_new(AC_FLOAT32, 2, w->shape);
+    const uint16_t *wd = (const uint16_t *)w->data + w->offset;
+    float *o = wf->data;
+    for (int64_t i = 0, n = torch_numel(w); i < n; i++) o[i] = ac_bf16_to_f32(wd[i]);
+    return wf;
 }
 
 Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
@@ -100,13 +90,16 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
         if (b->ndim != 1 || b->shape[0] != out_f)
             ac_error("linear: bias must have shape [%lld], got %s", (long long)out_f, ac_shape_str(b));
     }
-    if (w->dtype == AC_BFLOAT16) return linear_bf16(x, w, b);
+    if (w->dtype == AC_BFLOAT16) w = bf16_weight(x, w, b);
     int64_t rows = ac_rows(x), shape[AC_MAX_DIMS];
     for (int d = 0; d < x->ndim; d++) shape[d] = x->shape[d];
     shape[x->ndim - 1] = out_f;
     Tensor *y = ac_new(AC_FLOAT32, x->ndim, shape);
     /* Y = X @ W^T: W read transposed (B(k, j) = W[j, k]), no copy */
-    ac_gemm_strided(rows, out_f, in_f, ac_cdata(x), in_f, 1, ac_cdata(w), 1, in_f, y->data, out_f, false);
+    if (w->dtype == AC_BFLOAT16)
+        ac_gemm_bf16(rows, out_f, in_f, ac_cdata(x), in_f, (const uint16_t *)w->data + w->offset, y->data, out_f);
+    else
+        ac_gemm_strided(rows, out_f, in_f, ac_cdata(x), in_f, 1, ac_cdata(w), 1, in_f, y->data, out_f, false);
     if (b) {
         BiasJob j = {ac_cdata(b), y->data, out_f};
         ac_parallel_for(rows, AC_GRAIN / (out_f + 1) + 1, bias_task, &j);
@@ -114,7 +107,7 @@ Tensor *torch_linear(Tensor *x, Tensor *w, Tensor *b) {
     const char *name = x->ndim == 2 ? (b ? "AddmmBackward0" : "MmBackward0")
                      : x->ndim == 1 ? (b ? "AddBackward0" : "SqueezeBackward3")
                                     : (b ? "ViewBackward0" : "UnsafeViewBackward0");
-    Node *n = AC_NODE(name, linear_backward, y, x, w, b);
+    Node *n = AC_NODE(name, linear_backward, y, x, w, b); /* (none for a bfloat16 weight: refused above) */
     if (n) {
         LinearSaved *sv = AC_CTX(n, LinearSaved);
         if (ac_needs_grad(w)) sv->x = ac_save(n, x);
