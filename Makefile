@@ -16,7 +16,7 @@ WARN    := -Wall -Wextra -Wshadow -Wno-unused-parameter
 # The library's folders, lowest layer first. A layer sees only the headers of the layers under it:
 # tensor/ is compiled with -Itensor alone, so an include of nn/ or optim/ there does not build.
 TENSOR_DIRS := tensor tensor/ops tensor/kernels
-NN_DIRS     := nn nn/text nn/io nn/models nn/models/gpt nn/viz
+NN_DIRS     := nn nn/blocks nn/formats nn/text nn/data nn/models nn/models/gpt nn/viz
 LIB_DIRS    := $(TENSOR_DIRS) $(NN_DIRS) optim
 INC     := -Itensor $(NN_DIRS:%=-I%) -Ioptim
 CFLAGS_ALL = $(STD) $(WARN) $(INC) $(OPT) $(CFLAGS)
@@ -51,9 +51,9 @@ FORCE:
 # What `make install` puts under include/attention/: the public API. Programs
 # write #include <attention/nn.h>; in the tree, build/include/attention/ holds
 # the same headers, so examples/minimal.c builds the same way in and out.
-PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/io/safetensors.h nn/text/tokenizer.h \
-            nn/text/data.h nn/models/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/text/spam_data.h nn/text/json.h nn/text/instruct.h \
-            nn/text/text_tokenizer.h nn/blocks.h nn/models/llm.h
+PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/formats/safetensors.h nn/text/tokenizer.h \
+            nn/data/data.h nn/models/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/data/spam_data.h nn/formats/json.h nn/data/instruct.h \
+            nn/text/text_tokenizer.h nn/blocks/blocks.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: llama3-tokenizer FORCE all test deps test-plain test-asan run chapter5 appendix-d sweep readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -87,10 +87,10 @@ $(B)/embed_source: examples/embed_source.c
 	$(HOSTCC) -O1 $< -o $@
 
 # ($(B)/embed_source has a slash in it, so it runs without ./, and an absolute B works too)
-$(B)/gen/article_sources.h: examples/article.c nn/attention.c $(B)/embed_source
+$(B)/gen/article_sources.h: examples/article.c nn/blocks/attention.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source article_c_source examples/article.c && \
-	  $(B)/embed_source attention_c_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
+	  $(B)/embed_source attention_c_source nn/blocks/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/appendix_a: $(B)/gen/appendix_a_sources.h
 $(B)/gen/appendix_a_sources.h: examples/appendix_a.c $(B)/embed_source
@@ -98,31 +98,31 @@ $(B)/gen/appendix_a_sources.h: examples/appendix_a.c $(B)/embed_source
 	$(B)/embed_source appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
 
 $(B)/gpt: $(B)/gen/gpt_sources.h
-$(B)/gen/gpt_sources.h: examples/gpt.c nn/models/gpt/gpt.c nn/attention.c $(B)/embed_source
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/models/gpt/gpt.c nn/blocks/attention.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source gpt_example_source examples/gpt.c && \
 	  $(B)/embed_source gpt_model_source nn/models/gpt/gpt.c && \
-	  $(B)/embed_source gpt_attention_source nn/attention.c; } > $@.tmp && mv $@.tmp $@
+	  $(B)/embed_source gpt_attention_source nn/blocks/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/finetune: $(B)/gen/finetune_sources.h
-$(B)/gen/finetune_sources.h: examples/finetune.c nn/models/gpt/classifier.c nn/lora.c nn/text/instruct.c nn/text/preference.c nn/models/gpt/dpo.c $(B)/embed_source
+$(B)/gen/finetune_sources.h: examples/finetune.c nn/models/gpt/classifier.c nn/lora.c nn/data/instruct.c nn/data/preference.c nn/models/gpt/dpo.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source finetune_example_source examples/finetune.c && \
 	  $(B)/embed_source finetune_classifier_source nn/models/gpt/classifier.c && \
 	  $(B)/embed_source finetune_lora_source nn/lora.c && \
-	  $(B)/embed_source finetune_instruct_source nn/text/instruct.c && \
-	  $(B)/embed_source finetune_preference_source nn/text/preference.c && \
+	  $(B)/embed_source finetune_instruct_source nn/data/instruct.c && \
+	  $(B)/embed_source finetune_preference_source nn/data/preference.c && \
 	  $(B)/embed_source finetune_dpo_source nn/models/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/llm: $(B)/gen/llm_sources.h
-$(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/rmsnorm.c nn/rope.c nn/swiglu.c nn/gqa.c $(B)/embed_source
+$(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/blocks/rmsnorm.c nn/blocks/rope.c nn/blocks/swiglu.c nn/blocks/gqa.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source llm_example_source examples/llm.c && \
 	  $(B)/embed_source llm_model_source nn/models/llm_model.c && \
-	  $(B)/embed_source llm_rmsnorm_source nn/rmsnorm.c && \
-	  $(B)/embed_source llm_rope_source nn/rope.c && \
-	  $(B)/embed_source llm_swiglu_source nn/swiglu.c && \
-	  $(B)/embed_source llm_gqa_source nn/gqa.c; } > $@.tmp && mv $@.tmp $@
+	  $(B)/embed_source llm_rmsnorm_source nn/blocks/rmsnorm.c && \
+	  $(B)/embed_source llm_rope_source nn/blocks/rope.c && \
+	  $(B)/embed_source llm_swiglu_source nn/blocks/swiglu.c && \
+	  $(B)/embed_source llm_gqa_source nn/blocks/gqa.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/tests: $(TEST_SRC) tests/tests.h tests/xml_check.h $(B)/libattention.a $(EXAMPLES:%=$(B)/%)
 	$(CC) $(CFLAGS_ALL) $(CHECK_CFLAGS) -Itests $(TEST_SRC) -o $@ $(B)/libattention.a $(LDFLAGS) $(CHECK_LIBS) $(LDLIBS)

@@ -263,10 +263,10 @@ static void picture_graph(const char *file, const char *caption, Tensor *y, nn_M
 
 /* ---- the page: this file's article() split at its section() lines ------------------------------------ */
 
-/* The C of a function of nn/attention.c, its lines as rows; exits if it is not there. */
+/* The C of a function of nn/blocks/attention.c, its lines as rows; exits if it is not there. */
 static void function_rows(const char *src, const char *name, ac_rows *r) {
     if (ac_rows_function(src, name, r)) return;
-    fprintf(stderr, "article: %s not found in nn/attention.c\n", name);
+    fprintf(stderr, "article: %s not found in nn/blocks/attention.c\n", name);
     exit(1);
 }
 
@@ -277,7 +277,7 @@ static void write_page(FILE *f, const char *out, size_t out_len) {
                   "and Coding Self-Attention, Multi-Head Attention, Causal-Attention, and Cross-Attention in LLMs</i></a> "
                   "in its order: the Python on the left, <b>attention.c</b> on the right, row for row, and below them what "
                   "both print, byte for byte the same. The C column is <code>examples/article.c</code> itself (and "
-                  "<code>nn/attention.c</code> for the classes), so it cannot drift from the code. Made by "
+                  "<code>nn/blocks/attention.c</code> for the classes), so it cannot drift from the code. Made by "
                   "<code>./build/article --html FILE</code>; no script, no network.</p>");
     const char *ids[MAX_SECTIONS], *titles[MAX_SECTIONS];
     char idbuf[MAX_SECTIONS][16];
@@ -302,14 +302,14 @@ static void write_page(FILE *f, const char *out, size_t out_len) {
         ac_rows_dedent(&r);
         ac_page_code(f, NULL, "Python (the article)", "C (examples/article.c)", r.n, r.rows);
         ac_code_rows_free(r.n, r.rows);
-        if (s->classes) { /* the classes the section defines, from nn/attention.c */
+        if (s->classes) { /* the classes the section defines, from nn/blocks/attention.c */
             char names[256];
             snprintf(names, sizeof names, "%s", s->classes);
             ac_rows cr = {0};
             for (char *nm = strtok(names, " "); nm; nm = strtok(NULL, " ")) function_rows(attention_c_source, nm, &cr);
             char cap[160];
-            snprintf(cap, sizeof cap, "The class in nn/attention.c (%s)", s->classes);
-            ac_page_code(f, cap, "Python (the article's class)", "C (nn/attention.c)", cr.n, cr.rows);
+            snprintf(cap, sizeof cap, "The class in nn/blocks/attention.c (%s)", s->classes);
+            ac_page_code(f, cap, "Python (the article's class)", "C (nn/blocks/attention.c)", cr.n, cr.rows);
             ac_code_rows_free(cr.n, cr.rows);
         }
         long end = i + 1 < pic.n ? pic.s[i + 1].out_begin : (long)out_len;

@@ -1749,7 +1749,7 @@ static void write_instruct_page(FILE *f, const char *out, size_t len) {
     const char *cuts[] = {out, out, train_at, train_at, answers_at, answers_at, end};
     ac_page_table s[] = {
         {"data", "The data: the Alpaca prompt, padding and -100 targets, the loaders", finetune_instruct_source,
-         "nn/text/instruct.c", "format_input_len custom_collate_fn", NULL},
+         "nn/data/instruct.c", "format_input_len custom_collate_fn", NULL},
         {"train", "Finetuning: chapter 5's loop on the instruction batches", finetune_example_source, "examples/finetune.c",
          "calc_loss_loader train_model_simple", NULL},
         {"answers", "The model's answers", finetune_example_source, "examples/finetune.c", "respond answer_of", NULL},
@@ -1774,7 +1774,7 @@ static void write_dpo_page(FILE *f, const char *out, size_t len) {
     const char *cuts[] = {out, out, loss_at, train_at, answers_at, end};
     ac_page_table s[] = {
         {"data", "The data: PreferenceDataset, the masks of custom_collate_fn, the loaders", finetune_preference_source,
-         "nn/text/preference.c", "PreferenceDataset_new preference_collate_fn", NULL},
+         "nn/data/preference.c", "PreferenceDataset_new preference_collate_fn", NULL},
         {"data", NULL, finetune_example_source, "examples/finetune.c", "show_example show_gather",
          "The notebook's collate example and its gather demonstrations"},
         {"loss", "The DPO loss: compute_logprobs, compute_dpo_loss, a batch, the loaders", finetune_dpo_source,

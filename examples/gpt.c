@@ -33,7 +33,7 @@
 
 #include "cli.h"
 #include "longrun.h"
-#include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/models/gpt/gpt.c, nn/attention.c */
+#include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/models/gpt/gpt.c, nn/blocks/attention.c */
 
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
@@ -587,7 +587,7 @@ static void write_page(FILE *f, const char *out, size_t len) {
                   "<p>Chapters 4 and 5 of Sebastian Raschka's <i>Build a Large Language Model (From Scratch)</i> as "
                   "<code>../shared/pytorch/gpt.py</code> writes them: the Python on the left, <b>attention.c</b> on the "
                   "right, row for row (each C line carries the Python it does), and what this run printed and drew. The C "
-                  "column is <code>nn/models/gpt/gpt.c</code>, <code>nn/attention.c</code> and <code>examples/gpt.c</code> themselves. "
+                  "column is <code>nn/models/gpt/gpt.c</code>, <code>nn/blocks/attention.c</code> and <code>examples/gpt.c</code> themselves. "
                   "Made by <code>./build/gpt --html FILE</code>; no script, no network.</p>");
     static const char *ids[] = {"model", "layers", "block", "loss", "train", "sample"};
     static const char *titles[] = {"Chapter 4: GPTModel", "Chapter 4: LayerNorm and GELU",
@@ -610,7 +610,7 @@ static void write_page(FILE *f, const char *out, size_t len) {
             code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "nn_GPTLayerNorm_new nn_GPTLayerNorm_forward nn_GPTGELU_forward");
             break;
         case 2:
-            code_table(f, "MultiHeadAttention (chapter 3)", gpt_attention_source, "nn/attention.c",
+            code_table(f, "MultiHeadAttention (chapter 3)", gpt_attention_source, "nn/blocks/attention.c",
                        "nn_MultiHeadAttention_new_ex nn_MultiHeadAttention_forward");
             code_table(f, "FeedForward and TransformerBlock", gpt_model_source, "nn/models/gpt/gpt.c",
                        "nn_FeedForward_new nn_TransformerBlock_new nn_TransformerBlock_forward");

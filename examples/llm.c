@@ -831,11 +831,11 @@ static bool draw_losses(FILE *f, void *u) {
      "nn_LLMModel_new nn_LLMModel_forward", NULL},                                                                         \
     {"model", NULL, llm_model_source, "nn/models/llm_model.c", "block_new block_forward", "TransformerBlock"},           \
     {"blocks", "The blocks: RMSNorm, RoPE, the SwiGLU FeedForward, GroupedQueryAttention", llm_rmsnorm_source,           \
-     "nn/rmsnorm.c", "rmsnorm_new nn_RMSNorm_forward", "RMSNorm"},                                                         \
-    {"blocks", NULL, llm_rope_source, "nn/rope.c", "nn_compute_rope_params nn_apply_rope", "RoPE"},                     \
-    {"blocks", NULL, llm_swiglu_source, "nn/swiglu.c", "nn_SwiGLUFeedForward_new nn_SwiGLUFeedForward_forward",           \
+     "nn/blocks/rmsnorm.c", "rmsnorm_new nn_RMSNorm_forward", "RMSNorm"},                                                         \
+    {"blocks", NULL, llm_rope_source, "nn/blocks/rope.c", "nn_compute_rope_params nn_apply_rope", "RoPE"},                     \
+    {"blocks", NULL, llm_swiglu_source, "nn/blocks/swiglu.c", "nn_SwiGLUFeedForward_new nn_SwiGLUFeedForward_forward",           \
      "FeedForward"},                                                                                                       \
-    {"blocks", NULL, llm_gqa_source, "nn/gqa.c", "nn_GroupedQueryAttention_new nn_GroupedQueryAttention_forward",        \
+    {"blocks", NULL, llm_gqa_source, "nn/blocks/gqa.c", "nn_GroupedQueryAttention_new nn_GroupedQueryAttention_forward",        \
      "GroupedQueryAttention"}
 #define N_MODEL_TABLES 6
 

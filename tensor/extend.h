@@ -90,7 +90,7 @@ bool ac_book_gelu_fits(const Tensor *x);
 Tensor *ac_book_gelu(Tensor *x);
 bool ac_book_layer_norm_fits(const Tensor *x, const Tensor *scale, const Tensor *shift);
 Tensor *ac_book_layer_norm(Tensor *x, Tensor *scale, Tensor *shift, double eps);
-/* The book's RMSNorm (Qwen3's; nn.RMSNorm's math) as one op, the same bits as nn/rmsnorm.c's lines
+/* The book's RMSNorm (Qwen3's; nn.RMSNorm's math) as one op, the same bits as nn/blocks/rmsnorm.c's lines
  * op by op, in exact and fast math; autograd keeps x and two floats a row. grad_fn:
  * BookRMSNormBackward0. _fits: x [*, n] (n >= 1) and a scale [n], float32, two tensors.
  *     x * torch.rsqrt(x.pow(2).mean(dim=-1, keepdim=True) + eps) * scale */

@@ -1,4 +1,4 @@
-/* The book's chapter 7 data path (nn/text/instruct.h) against ../shared/pytorch/finetune.py run by
+/* The book's chapter 7 data path (nn/data/instruct.h) against ../shared/pytorch/finetune.py run by
  * tests/tools/gen_instruct_golden.py (PyTorch 1.13): the splits of the real data (935/55/110), the
  * prompts, every training entry's ids, cmd_instruct's loaders batch by batch with torch.manual_seed(123)
  * (the book's shapes: [8, 61], [8, 76], [8, 73], ...) and where the generator is after them, a shuffled

@@ -1,4 +1,4 @@
-/* nn/text/json.h against Python's json module (tests/tools/gen_json_golden.py wrote the golden files):
+/* nn/formats/json.h against Python's json module (tests/tools/gen_json_golden.py wrote the golden files):
  * what json.loads accepts, written back as json.dumps writes it (indent 4, None and 0) byte for byte;
  * what it refuses, with its message, line and column (json.loads and json.load of a file); a hostile
  * object through a file; chapter 7's test set with a "model_response" per entry, as cmd_instruct

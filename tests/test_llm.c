@@ -1,4 +1,4 @@
-/* Qwen3 and Llama 3 (nn/blocks.h, nn/models/llm.h, ./build/llm) against tests/tools/llm_ref.py, the
+/* Qwen3 and Llama 3 (nn/blocks/blocks.h, nn/models/llm.h, ./build/llm) against tests/tools/llm_ref.py, the
  * book's classes in PyTorch 1.13 (tests/data/llm_golden.txt and the small models of tests/data/llm/,
  * made by tests/tools/gen_llm_golden.py):
  * - compute_rope_params's cos and sin, bit for bit (Qwen3's and Llama 3's scaled frequencies);

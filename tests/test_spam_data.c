@@ -1,4 +1,4 @@
-/* Chapter 6's data pipeline (nn/text/spam_data.h) against pandas 1.5, numpy and PyTorch 1.13:
+/* Chapter 6's data pipeline (nn/data/spam_data.h) against pandas 1.5, numpy and PyTorch 1.13:
  * tests/data/spam_golden.txt and spam_{train,validation,test}_csv.txt, written once by
  * tests/tools/gen_spam_golden.py (its header says each record). Hostile TSVs and CSVs read as pandas
  * reads them (or refused where pandas would read NaN, naming the line), to_csv byte for byte,

@@ -531,7 +531,7 @@ START_TEST(test_article_html) {
     ck_assert_msg(strstr(page, "<td class=\"py\" style=\"padding-left:calc(8px + 8ch);text-indent:-8ch\">    keys = x @ "
                                "self.W_key</td><td class=\"c\" style=\"padding-left:calc(8px + 8ch);text-indent:-8ch\">    "
                                "Tensor *keys = torch_matmul(x, self<span class=\"nb\">-&gt;</span>W_key);") != NULL,
-                  "a row of the class from nn/attention.c, its -> kept from breaking, wrapped under its indentation");
+                  "a row of the class from nn/blocks/attention.c, its -> kept from breaking, wrapped under its indentation");
     assert_page_rows(page, "the article's page");
     ck_assert_msg(strstr(page, "grad_fn=&lt;SoftmaxBackward0&gt;)") != NULL, "the outputs, escaped");
     ck_assert_msg(strstr(page, "<script") == NULL && strstr(page, "<link") == NULL && strstr(page, " src=") == NULL &&

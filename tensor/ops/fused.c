@@ -1,4 +1,4 @@
-/* The book's GELU and LayerNorm (nn/models/gpt/gpt.c) and RMSNorm (nn/rmsnorm.c) as one op each,
+/* The book's GELU and LayerNorm (nn/models/gpt/gpt.c) and RMSNorm (nn/blocks/rmsnorm.c) as one op each,
  * forward and backward.
  *
  * The book writes both op by op, and PyTorch runs them so: its graph has no node for

@@ -28,9 +28,9 @@ flipped) make the row DEFMATH, with the command to run it again; such rows are c
 and do not fail the sweep (a DIFFERS in exact math does, and takes precedence). `--weights` also saves llm
 train's trained weights on both sides (--save) and compares them bit for bit. On 2026-12-06 every train
 config differs there by ulps, and now and then a printed line or a --log step too (seed 40: configs 31 and
-37 of --programs llm): nn/rmsnorm.c's rsqrt is pow(., -0.5), whose backward is not RsqrtBackward0's
+37 of --programs llm): nn/blocks/rmsnorm.c's rsqrt is pow(., -0.5), whose backward is not RsqrtBackward0's
 -0.5 * grad * result^3 (llm_ref.py with .pow(-0.5) in its two RMSNorms gives C's weights bit for bit on
-config 37), and nn/gqa.c's repeat_interleave is expand + reshape, whose backward sums a group of 5 or more
+config 37), and nn/blocks/gqa.c's repeat_interleave is expand + reshape, whose backward sums a group of 5 or more
 heads in another order than PyTorch 1.13's IndexSelectBackward0 (index_add_, in index order; config 31,
 7 heads on one kv head). Not in CI until those are fixed.
 
