@@ -53,7 +53,7 @@ FORCE:
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/formats/safetensors.h nn/text/tokenizer.h \
             nn/data/data.h nn/models/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/data/spam_data.h nn/formats/json.h nn/data/instruct.h \
-            nn/text/text_tokenizer.h nn/blocks/layer_cache.h nn/blocks/blocks.h nn/models/llm.h
+            nn/text/text_tokenizer.h nn/blocks/layer_cache.h nn/blocks/blocks.h nn/models/lm.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: llama3-tokenizer FORCE all test deps test-plain test-asan run chapter5 appendix-d sweep readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan
@@ -98,10 +98,11 @@ $(B)/gen/appendix_a_sources.h: examples/appendix_a.c $(B)/embed_source
 	$(B)/embed_source appendix_a_c_source examples/appendix_a.c > $@.tmp && mv $@.tmp $@
 
 $(B)/gpt: $(B)/gen/gpt_sources.h
-$(B)/gen/gpt_sources.h: examples/gpt.c nn/models/gpt/gpt.c nn/blocks/attention.c $(B)/embed_source
+$(B)/gen/gpt_sources.h: examples/gpt.c nn/models/gpt/gpt.c nn/models/lm.c nn/blocks/attention.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source gpt_example_source examples/gpt.c && \
 	  $(B)/embed_source gpt_model_source nn/models/gpt/gpt.c && \
+	  $(B)/embed_source gpt_lm_source nn/models/lm.c && \
 	  $(B)/embed_source gpt_attention_source nn/blocks/attention.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/finetune: $(B)/gen/finetune_sources.h
@@ -115,10 +116,12 @@ $(B)/gen/finetune_sources.h: examples/finetune.c nn/models/gpt/classifier.c nn/l
 	  $(B)/embed_source finetune_dpo_source nn/models/gpt/dpo.c; } > $@.tmp && mv $@.tmp $@
 
 $(B)/llm: $(B)/gen/llm_sources.h
-$(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/blocks/rmsnorm.c nn/blocks/rope.c nn/blocks/swiglu.c nn/blocks/gqa.c $(B)/embed_source
+$(B)/gen/llm_sources.h: examples/llm.c nn/models/llm_model.c nn/models/qwen3.c nn/models/lm.c nn/blocks/rmsnorm.c nn/blocks/rope.c nn/blocks/swiglu.c nn/blocks/gqa.c $(B)/embed_source
 	@mkdir -p $(dir $@)
 	{ $(B)/embed_source llm_example_source examples/llm.c && \
 	  $(B)/embed_source llm_model_source nn/models/llm_model.c && \
+	  $(B)/embed_source llm_qwen3_source nn/models/qwen3.c && \
+	  $(B)/embed_source llm_lm_source nn/models/lm.c && \
 	  $(B)/embed_source llm_rmsnorm_source nn/blocks/rmsnorm.c && \
 	  $(B)/embed_source llm_rope_source nn/blocks/rope.c && \
 	  $(B)/embed_source llm_swiglu_source nn/blocks/swiglu.c && \

@@ -671,10 +671,10 @@ static void llm_generate_timed(const char *workload, const char *shape, nn_LLMMo
 /* Greedy generation of a random model of a released model's shape (its head tied, as theirs is), its
  * weights held in float32 and then in bfloat16, against the memory limit at this thread count. */
 static void llm_generate_workload(bool llama) {
-    nn_LLMConfig qwen = {.llama = false, .vocab_size = 151936, .context_length = 40960, .emb_dim = 1024, .n_heads = 16,
+    nn_LLMConfig qwen = {.arch = &nn_Qwen3Model_arch, .vocab_size = 151936, .context_length = 40960, .emb_dim = 1024, .n_heads = 16,
                          .n_layers = 28, .hidden_dim = 3072, .head_dim = 128, .qk_norm = true, .n_kv_groups = 8,
                          .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = true, .eos_token_id = -1};
-    nn_LLMConfig llama3 = {.llama = true, .vocab_size = 128256, .context_length = 131072, .emb_dim = 2048, .n_heads = 32,
+    nn_LLMConfig llama3 = {.arch = &nn_Llama3Model_arch, .vocab_size = 128256, .context_length = 131072, .emb_dim = 2048, .n_heads = 32,
                            .n_layers = 16, .hidden_dim = 8192, .head_dim = 64, .n_kv_groups = 8, .rope_base = 500000.0,
                            .rms_norm_eps = 1e-5, .has_rope_freq = true,
                            .rope_freq = {.factor = 32.0, .low_freq_factor = 1.0, .high_freq_factor = 4.0,
@@ -709,7 +709,7 @@ static void llm_step(void *p) {
 }
 
 static void llm_train_workload(void) {
-    nn_LLMConfig cfg = {.llama = false, .vocab_size = 50257, .context_length = 256, .emb_dim = 768, .n_heads = 12,
+    nn_LLMConfig cfg = {.arch = &nn_Qwen3Model_arch, .vocab_size = 50257, .context_length = 256, .emb_dim = 768, .n_heads = 12,
                         .n_layers = 12, .hidden_dim = 2048, .head_dim = 64, .qk_norm = true, .n_kv_groups = 4,
                         .rope_base = 1000000.0, .rms_norm_eps = 1e-6, .tie_word_embeddings = false, .eos_token_id = -1};
     torch_manual_seed(123);

@@ -33,7 +33,7 @@
 
 #include "cli.h"
 #include "longrun.h"
-#include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_attention_source: this file, nn/models/gpt/gpt.c, nn/blocks/attention.c */
+#include "gpt_sources.h" /* gpt_example_source, gpt_model_source, gpt_lm_source, gpt_attention_source: this file, nn/models/gpt/gpt.c, nn/models/lm.c, nn/blocks/attention.c */
 
 #define DEFAULT_TOKENIZER "../shared/data/gpt2"
 #define DEFAULT_DATA "../shared/data/the-verdict.txt"
@@ -605,19 +605,19 @@ static void write_page(FILE *f, const char *out, size_t len) {
         const char *figs[1], *caps[1];
         int nf = 0;
         switch (s) {
-        case 0: code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "nn_GPTModel_new nn_GPTModel_forward"); break;
+        case 0: code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "nn_GPTModel_new gpt_forward"); break;
         case 1:
             code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "nn_GPTLayerNorm_new nn_GPTLayerNorm_forward nn_GPTGELU_forward");
             break;
         case 2:
             code_table(f, "MultiHeadAttention (chapter 3)", gpt_attention_source, "nn/blocks/attention.c",
-                       "nn_MultiHeadAttention_new_ex nn_MultiHeadAttention_forward");
+                       "nn_MultiHeadAttention_new_ex nn_MultiHeadAttention_forward_cached");
             code_table(f, "FeedForward and TransformerBlock", gpt_model_source, "nn/models/gpt/gpt.c",
-                       "nn_FeedForward_new nn_TransformerBlock_new nn_TransformerBlock_forward");
+                       "nn_FeedForward_new nn_TransformerBlock_new nn_TransformerBlock_forward_cached");
             if (page_pics.attn_svg) figs[nf] = page_pics.attn_svg, caps[nf++] = "The trained model's first block on the prompt";
             break;
         case 3:
-            code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "gpt_calc_loss_batch gpt_calc_loss_loader gpt_evaluate_model");
+            code_table(f, NULL, gpt_lm_source, "nn/models/lm.c", "lm_calc_loss_batch lm_calc_loss_loader lm_evaluate_model");
             ac_page_output(f, out, (size_t)(train_at - out));
             break;
         case 4:
@@ -626,7 +626,7 @@ static void write_page(FILE *f, const char *out, size_t len) {
             if (page_pics.loss_svg) figs[nf] = page_pics.loss_svg, caps[nf++] = "Training and validation loss (the book's figure)";
             break;
         case 5:
-            code_table(f, NULL, gpt_model_source, "nn/models/gpt/gpt.c", "gpt_generate_ex");
+            code_table(f, NULL, gpt_lm_source, "nn/models/lm.c", "lm_generate next_logits");
             ac_page_output(f, sample_at, (size_t)(out + len - sample_at));
             if (page_pics.topk_svg) figs[nf] = page_pics.topk_svg, caps[nf++] = "The probabilities the sampler draws the next token from";
             break;

@@ -23,7 +23,7 @@
 #include "cli.h"
 #include "longrun.h"
 #include "llm.h"
-#include "llm_sources.h" /* llm_example_source (this file), llm_model_source, llm_rmsnorm_source, _rope_, _swiglu_, _gqa_source */
+#include "llm_sources.h" /* llm_example_source (this file), llm_model_source, llm_qwen3_source, llm_lm_source, llm_rmsnorm_source, _rope_, _swiglu_, _gqa_source */
 #include "optim.h"
 #include "safetensors.h"
 #include "text_tokenizer.h"
@@ -828,8 +828,9 @@ static bool draw_losses(FILE *f, void *u) {
 /* The tables both pages open with: the models and the blocks they are made of */
 #define MODEL_TABLES                                                                                                      \
     {"model", "Qwen3Model and Llama3Model, and their TransformerBlock", llm_model_source, "nn/models/llm_model.c",         \
-     "nn_LLMModel_new nn_LLMModel_forward", NULL},                                                                         \
-    {"model", NULL, llm_model_source, "nn/models/llm_model.c", "block_new block_forward", "TransformerBlock"},           \
+     "llm_model_build llm_forward", NULL},                                                                                 \
+    {"model", NULL, llm_qwen3_source, "nn/models/qwen3.c", "qwen3_block_new", "TransformerBlock"},                       \
+    {"model", NULL, llm_model_source, "nn/models/llm_model.c", "block_forward", "TransformerBlock.forward"},             \
     {"blocks", "The blocks: RMSNorm, RoPE, the SwiGLU FeedForward, GroupedQueryAttention", llm_rmsnorm_source,           \
      "nn/blocks/rmsnorm.c", "rmsnorm_new nn_RMSNorm_forward", "RMSNorm"},                                                         \
     {"blocks", NULL, llm_rope_source, "nn/blocks/rope.c", "nn_compute_rope_params nn_apply_rope", "RoPE"},                     \
@@ -837,7 +838,7 @@ static bool draw_losses(FILE *f, void *u) {
      "FeedForward"},                                                                                                       \
     {"blocks", NULL, llm_gqa_source, "nn/blocks/gqa.c", "nn_GroupedQueryAttention_new nn_GroupedQueryAttention_forward",        \
      "GroupedQueryAttention"}
-#define N_MODEL_TABLES 6
+#define N_MODEL_TABLES 7
 
 static void page_begin(FILE *f, const char *title, const char *command) {
     char intro[1400];
@@ -865,11 +866,11 @@ static void write_train_page(FILE *f, const char *out, size_t len) {
     const char *sample_at = ac_page_line_at(train_at, end, "Output text:", end);
     const ac_page_table t[] = {
         MODEL_TABLES,
-        {"loss", "Chapter 5: the loss of a batch and of a loader", llm_model_source, "nn/models/llm_model.c",
-         "llm_calc_loss_batch llm_calc_loss_loader llm_evaluate_model", NULL},
+        {"loss", "Chapter 5: the loss of a batch and of a loader", llm_lm_source, "nn/models/lm.c",
+         "lm_calc_loss_batch lm_calc_loss_loader lm_evaluate_model", NULL},
         {"train", "Chapter 5: pretraining", llm_example_source, "examples/llm.c", "cmd_train", NULL},
-        {"sample", "Generating: greedy, or temperature and top-k", llm_model_source, "nn/models/llm_model.c",
-         "llm_generate_ex", NULL},
+        {"sample", "Generating: greedy, or temperature and top-k", llm_lm_source, "nn/models/lm.c",
+         "lm_generate", NULL},
     };
     const char *cuts[N_MODEL_TABLES + 4];
     for (int i = 0; i < N_MODEL_TABLES; i++) cuts[i] = out; /* the model's sections print nothing */
@@ -890,7 +891,7 @@ static void write_generate_page(FILE *f, const char *out, size_t len) {
         MODEL_TABLES,
         {"generate", "Generating: the KV cache, greedy, or temperature and top-k", llm_example_source, "examples/llm.c",
          "cmd_generate", NULL},
-        {"generate", NULL, llm_model_source, "nn/models/llm_model.c", "llm_generate_ex nn_LLMModel_forward_cached",
+        {"generate", NULL, llm_lm_source, "nn/models/lm.c", "lm_generate next_logits lm_forward_cached",
          "generate and the model's forward with the cache"},
     };
     const char *cuts[N_MODEL_TABLES + 3];

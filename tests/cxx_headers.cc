@@ -11,6 +11,8 @@
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
 #include <attention/blocks.h>
+#include <attention/layer_cache.h>
+#include <attention/lm.h>
 #include <attention/llm.h>
 
 int main() {

@@ -136,7 +136,7 @@ static Outputs run_case(const char *op, const int64_t *d, bool fused) {
         int64_t b = d[0], t = d[1], vocab = gpt ? d[5] : llm ? d[6] : d[4];
         nn_Module *m;
         if (llm) { /* Qwen3Model or Llama3Model, 2 layers: d = b, t, emb, heads, kv groups, head_dim, vocab, llama */
-            nn_LLMConfig cfg = {.llama = d[7] != 0, .vocab_size = vocab, .context_length = t, .emb_dim = d[2], .n_heads = d[3],
+            nn_LLMConfig cfg = {.arch = d[7] ? &nn_Llama3Model_arch : &nn_Qwen3Model_arch, .vocab_size = vocab, .context_length = t, .emb_dim = d[2], .n_heads = d[3],
                                 .n_layers = 2, .hidden_dim = 2 * d[2] + 1, .head_dim = d[5], .qk_norm = d[7] == 0,
                                 .n_kv_groups = d[4], .rope_base = 10000.0, .rms_norm_eps = d[7] ? 1e-5 : 1e-6,
                                 .eos_token_id = -1};

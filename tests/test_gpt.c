@@ -132,10 +132,10 @@ START_TEST(test_kv_cache_same_bits) {
     for (int exact = 0; exact < 2; exact++) {
         ac_set_exact(exact);
         bool prev = torch_no_grad_enter();
-        gpt_KVCache *kv = gpt_KVCache_new(m);
+        nn_KVCache *kv = nn_KVCache_new(&m->lm, c.context_length);
         for (int64_t t = 4; t <= 12; t++) {
             Tensor *full = torch_select(torch_select(nn_GPTModel_forward(m, torch_slice(ids, 1, 0, t)), 1, t - 1), 0, 0);
-            Tensor *cached = nn_GPTModel_forward_cached(m, torch_slice(ids, 1, kv->len, t), kv);
+            Tensor *cached = lm_forward_cached(&m->lm, torch_slice(ids, 1, kv->len, t), kv);
             /* exact: the same bits. Fast math sums a softmax row in vector lanes, so a row of 7 and
              * the same row padded with a masked (-inf) 8th key group their sums differently: the
              * cached keys of earlier tokens may then be an ulp off in the second block (measured:
@@ -147,8 +147,8 @@ START_TEST(test_kv_cache_same_bits) {
                 ck_assert_msg(torch_allclose(torch_select(cached, 0, 0), full, 1e-5, 1e-6, false),
                               "fast math: token %lld's logits differ past 1e-5", (long long)t);
         }
-        EXPECT_ERROR("exceed context_length 12", nn_GPTModel_forward_cached(m, torch_slice(ids, 1, 0, 1), kv));
-        gpt_KVCache_free(kv);
+        EXPECT_ERROR("exceed context_length 12", lm_forward_cached(&m->lm, torch_slice(ids, 1, 0, 1), kv));
+        nn_KVCache_free(kv);
         torch_no_grad_exit(prev);
     }
     ac_set_exact(false);
@@ -164,7 +164,7 @@ START_TEST(test_kv_cache_same_bits) {
     for (int64_t r = 1; r <= 5; r++)
         ck_assert_msg(torch_equal(torch_matmul(torch_slice(A, 0, 0, r), torch_t(W)), torch_slice(all, 0, 0, r)),
                       "%lld rows: the one-row path and the tiled kernel differ", (long long)r);
-    EXPECT_ERROR("for generating only", nn_GPTModel_forward_cached(m, torch_slice(ids, 1, 0, 1), NULL));
+    EXPECT_ERROR("for generating only", lm_forward_cached(&m->lm, torch_slice(ids, 1, 0, 1), NULL));
     nn_free(&m->module);
 }
 END_TEST

@@ -352,7 +352,7 @@ static char *page_of(const char *flags, int sections, char **plain) {
 
 /* the functions of each section's C, and rows of the book's Python beside them */
 static void check_model_sections(const char *page) {
-    const char *functions[] = {"nn_LLMModel_new(", "nn_LLMModel_forward(", "block_new(", "block_forward(", "rmsnorm_new(",
+    const char *functions[] = {"llm_model_build(", "llm_forward(", "qwen3_block_new(", "block_forward(", "rmsnorm_new(",
                                "nn_RMSNorm_forward(", "nn_compute_rope_params(", "nn_apply_rope(", "nn_SwiGLUFeedForward_new(",
                                "nn_SwiGLUFeedForward_forward(", "nn_GroupedQueryAttention_new(",
                                "nn_GroupedQueryAttention_forward("};
@@ -377,8 +377,8 @@ START_TEST(test_train_html) {
              shared_path("data/gpt2"));
     char *page = page_of(flags, 5, &plain);
     check_model_sections(page);
-    const char *functions[] = {"llm_calc_loss_batch(", "llm_calc_loss_loader(", "llm_evaluate_model(", "cmd_train(",
-                               "llm_generate_ex("};
+    const char *functions[] = {"lm_calc_loss_batch(", "lm_calc_loss_loader(", "lm_evaluate_model(", "cmd_train(",
+                               "lm_generate("};
     for (size_t i = 0; i < sizeof functions / sizeof *functions; i++)
         ck_assert_msg(strstr(page, functions[i]), "the page lacks %s", functions[i]);
     ck_assert_msg(strstr(page, ">        loss.backward()</td>"), "the loop's Python");
@@ -402,7 +402,7 @@ START_TEST(test_generate_html) {
     char *page = page_of(flags, 3, &plain);
     ck_assert_str_eq(plain, "5 6 7 51 94 19 70 49 45 7 51 26 17 99 33\n"); /* llm_ref.py's (examples/README.md) */
     check_model_sections(page);
-    ck_assert_msg(strstr(page, "cmd_generate(") && strstr(page, "llm_generate_ex(") && strstr(page, "nn_LLMModel_forward_cached("),
+    ck_assert_msg(strstr(page, "cmd_generate(") && strstr(page, "lm_generate(") && strstr(page, "lm_forward_cached("),
                   "the generating loop");
     ck_assert_msg(strstr(page, "<pre class=\"out\">5 6 7 51 94 19 70 49 45 7 51 26 17 99 33\n</pre>"), "the run's output");
     ck_assert_int_eq(count(page, "<svg "), 0);
@@ -571,7 +571,7 @@ static Tensor *rmsnorm_wrong_fn(void) { /* the variance detached: a backward tha
 }
 static Tensor *rope_fn(void) { return nn_apply_rope(grad_inputs[0], g_cos, g_sin, 2); }
 static Tensor *ff_fn(void) { return nn_SwiGLUFeedForward_forward(g_ff, grad_inputs[0]); }
-static Tensor *att_fn(void) { return nn_GroupedQueryAttention_forward(g_att, grad_inputs[0], g_mask, g_cos, g_sin, 0, NULL, NULL); }
+static Tensor *att_fn(void) { return nn_GroupedQueryAttention_forward(g_att, grad_inputs[0], g_mask, g_cos, g_sin, 0, NULL); }
 static Tensor *model_fn(void) { return llm_calc_loss_batch(g_ids, g_targets, g_model); }
 
 static void quantize_params(nn_Module *m, double scale) {

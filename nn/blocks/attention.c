@@ -4,6 +4,7 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "blocks.h"
 #include "nn.h"
 
 /* W_query, W_key, W_value = nn.Parameter(torch.rand(...)), in that order. */
@@ -198,11 +199,20 @@ nn_MultiHeadAttention *nn_MultiHeadAttention_new(int64_t d_in, int64_t d_out, in
 }
 
 Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) { // def forward(self, x):
+    return nn_MultiHeadAttention_forward_cached(self, x, 0, NULL);
+}
+
+/* The book's ch04/03_kv-cache MultiHeadAttention.forward(x, use_cache): the same lines, the new keys and
+ * values joining the layer's cache and the queries attending over all of them (rows start_pos.. of the
+ * mask). cache NULL: the plain forward above. */
+Tensor *nn_MultiHeadAttention_forward_cached(nn_MultiHeadAttention *self, Tensor *x, int64_t start_pos, // def forward(self, x,
+                                             nn_LayerCache *cache) {                                 //         use_cache=False):
     ac_check_defined(x, "MultiHeadAttention");
     if (x->ndim != 3) ac_error("MultiHeadAttention: expected input of shape (b, t, d_in), got %s", ac_shape_str(x));
     int64_t b = x->shape[0], t = x->shape[1];                /* b, num_tokens, _ = x.shape */
     int64_t h = self->num_heads, dh = self->head_dim;        /* (C: t is num_tokens, h and dh the heads and their size) */
-    if (t > self->context_length)
+    nn_DenseKVCache *kv = cache ? nn_DenseKVCache_of(cache, "MultiHeadAttention") : NULL;
+    if (!kv && t > self->context_length)
         ac_error("MultiHeadAttention: the input has %lld tokens, but the causal mask was built for context_length=%lld",
                  (long long)t, (long long)self->context_length);
     /* (C: toy_lm.py projects the queries first: the order the ops are made in is the order backward
@@ -216,22 +226,29 @@ Tensor *nn_MultiHeadAttention_forward(nn_MultiHeadAttention *self, Tensor *x) { 
                                              SHAPE(b, t, h, dh)), 1, 2);
     Tensor *values = torch_transpose(torch_view(nn_call(&self->module, "W_value", x), // values = self.W_value(x).view(...).transpose(1, 2)
                                                 SHAPE(b, t, h, dh)), 1, 2);
+    if (kv) nn_DenseKVCache_update(kv, start_pos, keys, values, &keys, &values); // if use_cache: self.cache_k = torch.cat([self.cache_k, keys_new], dim=1) ...
     Tensor *heads_out;
-    if (self->fused) { /* (C: train --attention fused: one op for the lines below, as F.scaled_dot_product_attention) */
+    if (self->fused && !kv) { /* (C: train --attention fused: one op for the lines below, as F.scaled_dot_product_attention) */
         double p = self->module.training ? self->dropout->p : 0.0;
         heads_out = torch_scaled_dot_product_attention(queries, keys, values, NULL, p, true, NAN);
         self->last_attn_weights = NULL;
     } else {
-        Tensor *mask = causal_mask(self->mask, t, self->context_length, "MultiHeadAttention"); // self.mask.bool()[:num_tokens, :num_tokens]
+        Tensor *mask = kv ? torch_to_bool(torch_slice(torch_slice(self->mask, 0, start_pos, start_pos + t), 1, 0, // (cached: rows
+                                                      start_pos + t))                                        //  start_pos.. of the mask)
+                          : causal_mask(self->mask, t, self->context_length, "MultiHeadAttention"); // self.mask.bool()[:num_tokens, :num_tokens]
         Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys, 2, 3)); // attn_scores = queries @ keys.transpose(2, 3)
         torch_masked_fill_(attn_scores, mask, -INFINITY);                         // attn_scores.masked_fill_(..., -torch.inf)
         Tensor *attn_weights = torch_softmax(                                     // attn_weights = self.dropout(torch.softmax(
             torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);             //     attn_scores / keys.shape[-1] ** 0.5, dim=-1))
         attn_weights = nn_Dropout_forward(self->dropout, attn_weights);
-        self->last_attn_weights = attn_weights; /* (C: kept for the attention pictures) */
+        self->last_attn_weights = kv ? NULL : attn_weights; /* (C: kept for the attention pictures; a generation's step is released) */
         heads_out = torch_matmul(attn_weights, values);                          // context = (attn_weights @ values)
     }
     Tensor *context = torch_view(torch_contiguous(torch_transpose(heads_out, 1, 2)), // .transpose(1, 2)
                                  SHAPE(b, t, h * dh));                            // .reshape(b, num_tokens, self.d_out)
     return nn_call(&self->module, "out_proj", context); // return self.out_proj(context)
+}
+
+nn_LayerCache *nn_MultiHeadAttention_new_cache(nn_MultiHeadAttention *self, int64_t capacity) {
+    return &nn_DenseKVCache_new(self->num_heads, capacity, self->head_dim)->base;
 }

@@ -11,7 +11,8 @@
  *     GroupedQueryAttention(d_in, num_heads, num_kv_groups,    nn_GroupedQueryAttention_new(d_in, num_heads,
  *                           head_dim, qk_norm)                     num_kv_groups, head_dim, qk_norm, eps, llama_order)
  *     att(x, mask, cos, sin, start_pos, cache)                 nn_GroupedQueryAttention_forward(att, x, mask, cos, sin,
- *                                                                  start_pos, cache_k, cache_v)
+ *                                                                  start_pos, cache)  (a dense nn_LayerCache or NULL)
+ *     MultiHeadAttention(x, use_cache=True)  (ch04/03_kv-cache) nn_MultiHeadAttention_forward_cached(att, x, start_pos, cache)
  *
  * Each forward is the book's, op by op, so exact math gives PyTorch 1.13's bits and autograd its
  * backward (the modules are built from the ops of tensor/, each with its backward and gradient
@@ -20,6 +21,7 @@
 #ifndef ATTENTION_BLOCKS_H
 #define ATTENTION_BLOCKS_H
 
+#include "layer_cache.h"
 #include "nn.h"
 
 #ifdef __cplusplus
@@ -62,11 +64,21 @@ typedef struct {
 nn_GroupedQueryAttention *nn_GroupedQueryAttention_new(int64_t d_in, int64_t num_heads, int64_t num_kv_groups,
                                                        int64_t head_dim, bool qk_norm, double eps, bool llama_order);
 /* x (b, t, d_in); mask bool, broadcastable to (b, heads, t, T), true where masked; start_pos: the
- * position of x's first token. cache_k/cache_v NULL: the plain forward (T = t). Else the kv_cache/
- * variant: long-lived (b, num_kv_groups, capacity, head_dim) tensors whose first start_pos rows hold
- * the keys and values before; the new ones are written after them and T = start_pos + t. */
+ * position of x's first token. cache NULL: the plain forward (T = t). Else the kv_cache/ variant:
+ * the layer's dense cache (nn_DenseKVCache, b = 1), whose first start_pos rows hold the keys and
+ * values before; the new ones are written after them and T = start_pos + t. */
 Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor *x, Tensor *mask, Tensor *cos,
-                                         Tensor *sin, int64_t start_pos, Tensor *cache_k, Tensor *cache_v);
+                                         Tensor *sin, int64_t start_pos, nn_LayerCache *cache);
+/* the dense cache this attention fills: (1, num_kv_groups, capacity, head_dim) keys and values */
+nn_LayerCache *nn_GroupedQueryAttention_new_cache(nn_GroupedQueryAttention *self, int64_t capacity);
+
+/* MultiHeadAttention (nn.h) with the book's ch04/03_kv-cache: t new tokens at positions start_pos..,
+ * their keys and values joining cache (a dense nn_LayerCache, b = 1), the queries attending over
+ * every position so far; cache NULL is nn_MultiHeadAttention_forward. The same lines as the plain
+ * forward, so the cached path and the training path are one module's. */
+Tensor *nn_MultiHeadAttention_forward_cached(nn_MultiHeadAttention *self, Tensor *x, int64_t start_pos,
+                                             nn_LayerCache *cache);
+nn_LayerCache *nn_MultiHeadAttention_new_cache(nn_MultiHeadAttention *self, int64_t capacity);
 
 #ifdef __cplusplus
 }

@@ -55,7 +55,7 @@ static Tensor *repeat_interleave_heads(Tensor *t, int64_t group_size) {
 }
 
 Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor *x, Tensor *mask, Tensor *cos, // def forward(self, x, mask, cos, sin,
-                                         Tensor *sin, int64_t start_pos, Tensor *cache_k, Tensor *cache_v) { //         start_pos=0, cache=None):
+                                         Tensor *sin, int64_t start_pos, nn_LayerCache *cache) { //         start_pos=0, cache=None):
     const char *op = "GroupedQueryAttention";
     ac_check_defined(x, op);
     if (x->ndim != 3) ac_error("%s: expected x of shape (b, num_tokens, d_in), got %s", op, ac_shape_str(x));
@@ -71,16 +71,10 @@ Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor 
     if (self->k_norm) keys = nn_call(m, "k_norm", keys);                          //     if self.k_norm: keys_new = self.k_norm(keys_new)
     queries = nn_apply_rope(queries, cos, sin, start_pos);                        //     queries = apply_rope(queries, cos, sin, offset=start_pos)
     keys = nn_apply_rope(keys, cos, sin, start_pos);                              //     keys_new = apply_rope(keys_new, cos, sin, offset=start_pos)
-    if (cache_k) {                                                                //     if cache is not None:
-        int64_t T = start_pos + num_tokens;
-        if (cache_k->ndim != 4 || cache_k->shape[0] != b || cache_k->shape[1] != g || cache_k->shape[3] != hd ||
-            T > cache_k->shape[2])
-            ac_error("%s: %lld cached and %lld new tokens do not fit the cache of shape %s", op, (long long)start_pos,
-                     (long long)num_tokens, ac_shape_str(cache_k));
-        torch_copy_(torch_slice(cache_k, 2, start_pos, T), keys);                 //         keys = torch.cat([prev_k, keys_new], dim=2)
-        torch_copy_(torch_slice(cache_v, 2, start_pos, T), values);               //         values = torch.cat([prev_v, values_new], dim=2)
-        keys = torch_slice(cache_k, 2, 0, T);
-        values = torch_slice(cache_v, 2, 0, T);
+    if (cache) {                                                                  //     if cache is not None:
+        if (b != 1) ac_error("%s: the KV cache holds one sequence, got a batch of %lld", op, (long long)b);
+        nn_DenseKVCache_update(nn_DenseKVCache_of(cache, op), start_pos, keys, values, //         keys = torch.cat([prev_k, keys_new], dim=2)
+                               &keys, &values);                                   //         values = torch.cat([prev_v, values_new], dim=2)
     }
     keys = repeat_interleave_heads(keys, self->group_size);                       //     keys = keys.repeat_interleave(self.group_size, dim=1)
     values = repeat_interleave_heads(values, self->group_size);                   //     values = values.repeat_interleave(self.group_size, dim=1)
@@ -90,4 +84,8 @@ Tensor *nn_GroupedQueryAttention_forward(nn_GroupedQueryAttention *self, Tensor 
     Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values), 1, 2), //     context = (attn_weights @ values).transpose(1, 2)
                                     SHAPE(b, num_tokens, self->d_out));           //                   .reshape(b, num_tokens, self.d_out)
     return linear(m, "out_proj", context);                                        //     return self.out_proj(context)
+}
+
+nn_LayerCache *nn_GroupedQueryAttention_new_cache(nn_GroupedQueryAttention *self, int64_t capacity) {
+    return &nn_DenseKVCache_new(self->num_kv_groups, capacity, self->head_dim)->base;
 }

@@ -52,6 +52,10 @@ nn_DenseKVCache *nn_DenseKVCache_of(nn_LayerCache *c, const char *op) {
 void nn_DenseKVCache_update(nn_DenseKVCache *c, int64_t start_pos, Tensor *k, Tensor *v, Tensor **keys,
                             Tensor **values) {
     const char *op = "KVCache";
+    if (k->ndim != 4 || k->shape[0] != 1 || k->shape[1] != c->kv_heads || k->shape[3] != c->head_dim ||
+        v->ndim != 4 || memcmp(k->shape, v->shape, 4 * sizeof *k->shape) != 0)
+        ac_error("%s: keys %s and values %s do not fit a cache of (1, %lld, %lld, %lld)", op, ac_shape_str(k),
+                 ac_shape_str(v), (long long)c->kv_heads, (long long)c->capacity, (long long)c->head_dim);
     int64_t t = k->shape[2], end = start_pos + t;
     if (start_pos != c->len)
         ac_error("%s: the new tokens start at position %lld, but the cache holds %lld", op, (long long)start_pos,

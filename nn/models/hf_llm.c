@@ -72,8 +72,8 @@ bool llm_config_load(const char *path, nn_LLMConfig *cfg, char *err, size_t errl
     if (!arch) goto fail;
     const JsonValue *a0 = json_at(arch, 0);
     if (!a0 || a0->type != JSON_STRING) FAIL("%s: \"architectures\" must hold the model's class name", path);
-    if (strcmp(a0->str, "LlamaForCausalLM") == 0) k.llama = true;
-    else if (strcmp(a0->str, "Qwen3ForCausalLM") != 0)
+    k.arch = lm_arch_find(a0->str);
+    if (!k.arch || (k.arch != &nn_Qwen3Model_arch && k.arch != &nn_Llama3Model_arch))
         FAIL("%s: unknown architecture \"%.64s\" in \"architectures\" (this program reads Qwen3ForCausalLM and LlamaForCausalLM)", path, a0->str);
     if (!need_int(c, "vocab_size", &k.vocab_size, false, path, err, errlen) ||
         !need_int(c, "max_position_embeddings", &k.context_length, false, path, err, errlen) ||
@@ -95,8 +95,9 @@ bool llm_config_load(const char *path, nn_LLMConfig *cfg, char *err, size_t errl
         FAIL("%s: \"hidden_size\" (%lld) must be divisible by \"num_attention_heads\" (%lld) when \"head_dim\" is not given", path, (long long)k.emb_dim, (long long)k.n_heads);
     int64_t hd = k.head_dim ? k.head_dim : k.emb_dim / k.n_heads;
     if (hd % 2) FAIL("%s: the head dimension (%lld) must be even for RoPE (\"head_dim\")", path, (long long)hd);
-    if (!k.head_dim && !k.llama) k.head_dim = hd; /* Qwen3Config's default */
-    k.qk_norm = !k.llama;
+    bool qwen3 = k.arch == &nn_Qwen3Model_arch;
+    if (!k.head_dim && qwen3) k.head_dim = hd; /* Qwen3Config's default */
+    k.qk_norm = qwen3; /* Qwen3's q_norm and k_norm */
     const JsonValue *tie = json_get(c, "tie_word_embeddings");
     if (tie && tie->type != JSON_BOOL) FAIL("%s: \"tie_word_embeddings\" must be true or false", path);
     k.tie_word_embeddings = tie && tie->boolean;
@@ -140,67 +141,61 @@ fail:
 
 typedef struct { char hub[96]; Tensor *t; } Slot; /* a hub name and the parameter it fills */
 
-static int slots_of(nn_LLMModel *m, Slot *s) { /* NULL s: the count */
+/* name with "{i}" replaced by the layer's number */
+static void layer_name(char *out, size_t n, const char *pattern, int layer) {
+    const char *at = strstr(pattern, "{i}");
+    if (!at) snprintf(out, n, "%s", pattern);
+    else snprintf(out, n, "%.*s%d%s", (int)(at - pattern), pattern, layer, at + 3);
+}
+
+/* the model's parameters under the hub's names, in the files' order: its arch's table (qwen3.c,
+ * llama3.c), a run of per-layer rows repeated layer by layer; a row the model has no parameter for
+ * (q_norm without qk_norm, lm_head when tied) is not one of its slots. NULL s: the count. */
+static int slots_of(nn_LLMModel *m, Slot *s) {
+    const nn_HFName *names = m->lm.arch->hf_names;
+    nn_TensorList params = nn_named_parameters(&m->module);
     int n = 0;
-    const nn_LLMConfig *c = &m->cfg;
-#define ADD(NAME, T) do { if (s) { snprintf(s[n].hub, sizeof s[n].hub, "%s", NAME); s[n].t = (T); } n++; } while (0)
-    ADD("model.embed_tokens.weight", m->tok_emb->weight);
-    char name[96];
-    for (int l = 0; l < c->n_layers; l++) {
-        nn_LLMTransformerBlock *b = nn_LLMModel_block(m, l);
-#define L(SUFFIX, T) do { snprintf(name, sizeof name, "model.layers.%d.%s", l, SUFFIX); ADD(name, T); } while (0)
-        L("self_attn.q_proj.weight", b->att->W_query->weight);
-        L("self_attn.k_proj.weight", b->att->W_key->weight);
-        L("self_attn.v_proj.weight", b->att->W_value->weight);
-        L("self_attn.o_proj.weight", b->att->out_proj->weight);
-        if (b->att->q_norm) {
-            L("self_attn.q_norm.weight", b->att->q_norm->scale);
-            L("self_attn.k_norm.weight", b->att->k_norm->scale);
-        }
-        L("input_layernorm.weight", b->norm1->scale);
-        L("mlp.gate_proj.weight", b->ff->fc1->weight);
-        L("mlp.up_proj.weight", b->ff->fc2->weight);
-        L("mlp.down_proj.weight", b->ff->fc3->weight);
-        L("post_attention_layernorm.weight", b->norm2->scale);
-#undef L
+    for (int r = 0; names[r].hf;) {
+        int run = 1; /* the rows that share this one's kind: per layer, or not */
+        bool per_layer = strstr(names[r].hf, "{i}") != NULL;
+        while (names[r + run].hf && (strstr(names[r + run].hf, "{i}") != NULL) == per_layer) run++;
+        for (int l = 0; l < (per_layer ? m->cfg.n_layers : 1); l++)
+            for (int k = r; k < r + run; k++) {
+                char book[128];
+                layer_name(book, sizeof book, names[k].book, l);
+                for (int p = 0; p < params.n; p++)
+                    if (strcmp(params.names[p], book) == 0) {
+                        if (s) layer_name(s[n].hub, sizeof s[n].hub, names[k].hf, l), s[n].t = params.tensors[p];
+                        n++;
+                        break;
+                    }
+            }
+        r += run;
     }
-    ADD("model.norm.weight", m->final_norm->scale);
-    if (!m->tied) ADD("lm_head.weight", m->out_head->weight);
-#undef ADD
     return n;
 }
 
 /* the same names and shapes from the config alone, before anything is built */
 typedef struct { char hub[96]; int nd; int64_t shape[2]; } Want;
 
+/* (C: the shapes of a model built without draws or storage, nn_set_skip_init: its head not tied,
+ * so lm_head comes last, optional when tied) */
 static int wants_of(const nn_LLMConfig *c, Want *w) {
-    int n = 0;
-    int64_t hd = c->head_dim ? c->head_dim : c->emb_dim / c->n_heads, E = c->emb_dim;
-#define W2(NAME, A, B) do { if (w) { snprintf(w[n].hub, sizeof w[n].hub, "%s", NAME); w[n].nd = 2; w[n].shape[0] = (A); w[n].shape[1] = (B); } n++; } while (0)
-#define W1(NAME, A) do { if (w) { snprintf(w[n].hub, sizeof w[n].hub, "%s", NAME); w[n].nd = 1; w[n].shape[0] = (A); } n++; } while (0)
-    W2("model.embed_tokens.weight", c->vocab_size, E);
-    char name[96];
-    for (int l = 0; l < c->n_layers; l++) {
-#define N(SUFFIX) (snprintf(name, sizeof name, "model.layers.%d.%s", l, SUFFIX), name)
-        W2(N("self_attn.q_proj.weight"), c->n_heads * hd, E);
-        W2(N("self_attn.k_proj.weight"), c->n_kv_groups * hd, E);
-        W2(N("self_attn.v_proj.weight"), c->n_kv_groups * hd, E);
-        W2(N("self_attn.o_proj.weight"), E, c->n_heads * hd);
-        if (c->qk_norm) {
-            W1(N("self_attn.q_norm.weight"), hd);
-            W1(N("self_attn.k_norm.weight"), hd);
+    bool prev = nn_set_skip_init(true);
+    nn_LLMModel *m = nn_LLMModel_new(*c);
+    nn_set_skip_init(prev);
+    int n = slots_of(m, NULL);
+    Slot *s = w ? ac_malloc(sizeof *s * (size_t)n) : NULL;
+    if (s) {
+        slots_of(m, s);
+        for (int i = 0; i < n; i++) {
+            snprintf(w[i].hub, sizeof w[i].hub, "%s", s[i].hub);
+            w[i].nd = s[i].t->ndim;
+            for (int d = 0; d < s[i].t->ndim && d < 2; d++) w[i].shape[d] = s[i].t->shape[d];
         }
-        W1(N("input_layernorm.weight"), E);
-        W2(N("mlp.gate_proj.weight"), c->hidden_dim, E);
-        W2(N("mlp.up_proj.weight"), c->hidden_dim, E);
-        W2(N("mlp.down_proj.weight"), E, c->hidden_dim);
-        W1(N("post_attention_layernorm.weight"), E);
-#undef N
     }
-    W1("model.norm.weight", E);
-    W2("lm_head.weight", c->vocab_size, E); /* last: optional when tied */
-#undef W1
-#undef W2
+    free(s);
+    nn_LLMModel_free(m);
     return n;
 }
 
@@ -551,8 +546,8 @@ static bool write_config(const nn_LLMModel *m, const char *path, const char *tor
         snprintf(err, errlen, "%s: %s", path, strerror(errno));
         return false;
     }
-    fprintf(f, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n", c->llama ? "LlamaForCausalLM" : "Qwen3ForCausalLM",
-            c->llama ? "llama" : "qwen3");
+    fprintf(f, "{\n  \"architectures\": [\"%s\"],\n  \"model_type\": \"%s\",\n", m->lm.arch->hf_architecture,
+            m->lm.arch->model_type);
     fprintf(f, "  \"vocab_size\": %lld,\n  \"max_position_embeddings\": %lld,\n  \"hidden_size\": %lld,\n",
             (long long)c->vocab_size, (long long)c->context_length, (long long)c->emb_dim);
     fprintf(f, "  \"num_attention_heads\": %lld,\n  \"num_hidden_layers\": %lld,\n  \"intermediate_size\": %lld,\n",

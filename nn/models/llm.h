@@ -9,7 +9,7 @@
  *     model = Qwen3Model(cfg)                        nn_LLMModel *model = nn_Qwen3Model_new(cfg)
  *     model = Llama3Model(cfg)                       nn_LLMModel *model = nn_Llama3Model_new(cfg)
  *     logits = model(in_idx)                         nn_LLMModel_forward(model, in_idx)
- *     model(idx, cache=cache)  (kv_cache/)           nn_LLMModel_forward_cached(model, idx, cache)  (last position's logits)
+ *     model(idx, cache=cache)  (kv_cache/)           lm_forward_cached(&model->lm, idx, cache)  (last position's logits)
  *     generate(model, idx, n, ctx, temperature,      llm_generate(model, idx, n, ctx, temperature, top_k, eos_id,
  *              top_k, eos_id)                                     kv_cache, on_token, on_token_ctx)
  *     calc_loss_batch(x, y, model)                   llm_calc_loss_batch(x, y, model)
@@ -24,6 +24,7 @@
 
 #include "blocks.h"
 #include "data.h"
+#include "lm.h"
 #include "nn.h"
 
 #ifdef __cplusplus
@@ -31,7 +32,7 @@ extern "C" {
 #endif
 
 typedef struct {
-    bool llama;                   /* LlamaForCausalLM (Llama3Model), else Qwen3ForCausalLM (Qwen3Model) */
+    const nn_LMArch *arch;        /* architectures: &nn_Qwen3Model_arch, &nn_Llama3Model_arch (NULL: Qwen3's) */
     int64_t vocab_size;           /* vocab_size */
     int64_t context_length;       /* max_position_embeddings */
     int64_t emb_dim;              /* hidden_size */
@@ -61,7 +62,7 @@ typedef struct {
 } nn_LLMTransformerBlock;
 
 typedef struct {
-    nn_Module module;
+    union { nn_LM lm; nn_Module module; }; /* the decoder every model is (lm.h); model->module is its module */
     nn_LLMConfig cfg;
     nn_Embedding *tok_emb;
     nn_ModuleList *trf_blocks;
@@ -71,9 +72,11 @@ typedef struct {
     bool tied;
 } nn_LLMModel;
 
+/* one file a model: nn/models/qwen3.c, nn/models/llama3.c (their blocks, rows of the table, chat formats) */
 nn_LLMModel *nn_Qwen3Model_new(nn_LLMConfig cfg);
 nn_LLMModel *nn_Llama3Model_new(nn_LLMConfig cfg);
-nn_LLMModel *nn_LLMModel_new(nn_LLMConfig cfg); /* by cfg.llama */
+extern const nn_LMArch nn_Qwen3Model_arch, nn_Llama3Model_arch;
+nn_LLMModel *nn_LLMModel_new(nn_LLMConfig cfg); /* by cfg.arch */
 void nn_LLMModel_free(nn_LLMModel *model);      /* nn_free and the rope tables */
 nn_LLMTransformerBlock *nn_LLMModel_block(nn_LLMModel *model, int i);
 /* model.out_head.weight = model.tok_emb.weight (out_head's own weight freed) */
@@ -90,20 +93,17 @@ void nn_LLMModel_hold_bf16(nn_LLMModel *model);
 void nn_LLMModel_fresh_weights(nn_LLMModel *model, ac_dtype dtype);
 bool nn_LLMModel_holds_bf16(const nn_LLMModel *model);
 
-/* The kv_cache/ variant: per block (1, n_kv_groups, capacity, head_dim) keys and values. */
-typedef struct { int64_t n_layers, capacity, len; Tensor **keys, **values; } llm_KVCache;
-llm_KVCache *llm_KVCache_new(nn_LLMModel *model); /* room for context_length tokens */
-/* room for capacity tokens (<= context_length): Qwen3-0.6B's 40960 would take 9.4 GB */
-llm_KVCache *llm_KVCache_new_capacity(nn_LLMModel *model, int64_t capacity);
-void llm_KVCache_reset(llm_KVCache *cache);
-void llm_KVCache_free(llm_KVCache *cache);
-/* new_ids (1, t) at positions cache->len...: the last position's logits (1, vocab); eval, no_grad */
-Tensor *nn_LLMModel_forward_cached(nn_LLMModel *model, Tensor *new_ids, llm_KVCache *cache);
-
-/* Chapter 5's generate over the kv_cache/ loop (kv_cache true: the prompt once, then one token a
- * step; false: the window again each step). eos_id -1: none. on_token (may be NULL) sees each new
+/* The kv_cache/ variant: the decoder's one cache (lm.h), a dense nn_LayerCache a block, (1,
+ * n_kv_groups, capacity, head_dim) keys and values; capacity <= context_length (Qwen3-0.6B's 40960
+ * would take 9.4 GB: generate makes room for what it will hold):
+ *     nn_KVCache *cache = nn_KVCache_new(&model->lm, capacity);
+ *     lm_forward_cached(&model->lm, new_ids, cache)   (the last position's logits, (1, vocab); eval, no_grad)
+ *
+ * Chapter 5's generate over the kv_cache/ loop (kv_cache true: the prompt once, then one token a
+ * step; false: the window again each step), lm_generate's: model.eval() for the loop, the window at
+ * most context_length (the rope tables' rows). eos_id -1: none. on_token (may be NULL) sees each new
  * token; returning false stops. Returns idx with the new tokens, (1, n). */
-typedef bool (*llm_token_fn)(int64_t token, void *ctx);
+typedef lm_token_fn llm_token_fn;
 Tensor *llm_generate(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                      double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, llm_token_fn on_token,
                      void *ctx);
@@ -112,6 +112,7 @@ Tensor *llm_generate_ex(nn_LLMModel *model, Tensor *idx, int64_t max_new_tokens,
                         double temperature, int64_t top_k, const int64_t *eos_ids, int n_eos, bool kv_cache,
                         llm_token_fn on_token, void *ctx);
 
+/* chapter 5's losses (lm.h's, for these models) */
 Tensor *llm_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_LLMModel *model);
 double llm_calc_loss_loader(DataLoader *loader, nn_LLMModel *model, int64_t num_batches);
 void llm_evaluate_model(nn_LLMModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,

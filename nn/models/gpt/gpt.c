@@ -139,8 +139,13 @@ nn_TransformerBlock *nn_TransformerBlock_new(nn_GPTConfig cfg) {                
 }
 
 Tensor *nn_TransformerBlock_forward(nn_TransformerBlock *self, Tensor *x) {      // def forward(self, x):
+    return nn_TransformerBlock_forward_cached(self, x, 0, NULL);
+}
+
+Tensor *nn_TransformerBlock_forward_cached(nn_TransformerBlock *self, Tensor *x, int64_t start_pos, // (C: the ch04/03_kv-cache
+                                           nn_LayerCache *cache) {                                  //  block: use_cache)
     x = torch_add(x, nn_Dropout_forward(self->drop_shortcut,                      //     x = x + self.drop_shortcut(
-        nn_MultiHeadAttention_forward(self->att, nn_GPTLayerNorm_forward(self->norm1, x)))); //         self.att(self.norm1(x)))
+        nn_MultiHeadAttention_forward_cached(self->att, nn_GPTLayerNorm_forward(self->norm1, x), start_pos, cache))); //         self.att(self.norm1(x)))
     return torch_add(x, nn_Dropout_forward(self->drop_shortcut,                   //     return x + self.drop_shortcut(
         nn_FeedForward_forward(self->ff, nn_GPTLayerNorm_forward(self->norm2, x)))); //         self.ff(self.norm2(x)))
 }
@@ -153,6 +158,8 @@ nn_GPTModel *nn_GPTModel_new(nn_GPTConfig cfg) {                                
     char err[256];
     if (!nn_GPTConfig_check(cfg, err, sizeof err)) ac_error("GPTModel: %s", err);
     nn_GPTModel *m = nn_module_new(sizeof *m, "GPTModel", gpt_fwd);
+    m->lm.arch = &nn_GPTModel_arch;
+    m->lm.vocab_size = cfg.vocab_size, m->lm.context_length = cfg.context_length, m->lm.n_layers = cfg.n_layers;
     m->cfg = cfg;
     m->tok_emb = (nn_Embedding *)nn_register_module(&m->module, "tok_emb",        //     self.tok_emb = nn.Embedding(vocab_size, emb_dim)
         &nn_Embedding_new(cfg.vocab_size, cfg.emb_dim)->module);
@@ -199,181 +206,61 @@ static Tensor *run_blocks(nn_Sequential *blocks, Tensor *x) {
     return x;
 }
 
-Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) {                 // def forward(self, in_idx):
+Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx) { return lm_forward(&self->lm, in_idx); }
+
+/* GPTModel.forward, and the ch04/03_kv-cache model's: with a cache, the new tokens sit at positions
+ * cache->len.. (pos_emb of those), each block's attention adds their keys and values to its layer's
+ * cache; last_only: only the last position goes through final_norm and out_head (C: generation needs
+ * no more, and the head is the model's largest product) */
+static Tensor *gpt_forward(nn_LM *lm, Tensor *in_idx, nn_KVCache *cache, bool last_only) { // def forward(self, in_idx):
+    nn_GPTModel *self = (nn_GPTModel *)lm;
     ac_check_defined(in_idx, "GPTModel");
     if (in_idx->ndim != 2 || in_idx->dtype != AC_INT64)
         ac_error("GPTModel: expected token ids of shape (batch, seq_len) and dtype int64, got %s %s",
                  dtype_str(in_idx), ac_shape_str(in_idx));
-    int64_t seq_len = in_idx->shape[1];                                           //     _, seq_len = in_idx.shape
-    if (seq_len > self->cfg.context_length)
+    int64_t seq_len = in_idx->shape[1], p0 = cache ? cache->len : 0;              //     _, seq_len = in_idx.shape
+    if (!cache && seq_len > self->cfg.context_length)
         ac_error("GPTModel: the input has %lld tokens, but context_length is %lld", (long long)seq_len,
                  (long long)self->cfg.context_length);
+    Tensor *pos = torch_empty(SHAPE(seq_len), AC_INT64);                          /* torch.arange(p0, p0 + seq_len) */
+    for (int64_t i = 0; i < seq_len; i++) ((int64_t *)pos->data)[i] = p0 + i;
     Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, in_idx),            //     x = self.tok_emb(in_idx) +
-                          nn_Embedding_forward(self->pos_emb, torch_arange(seq_len))); //         self.pos_emb(torch.arange(seq_len))
-    x = run_blocks(self->trf_blocks, nn_Dropout_forward(self->drop_emb, x));     //     x = self.trf_blocks(self.drop_emb(x))
+                          nn_Embedding_forward(self->pos_emb, pos));              //         self.pos_emb(torch.arange(seq_len))
+    x = nn_Dropout_forward(self->drop_emb, x);                                    //     x = self.drop_emb(x)
+    if (cache) {                                                                  //     (kv_cache: for i, blk in enumerate(self.trf_blocks):
+        for (int64_t i = 0; i < self->cfg.n_layers; i++)                          //         x = blk(x, use_cache=True))
+            x = nn_TransformerBlock_forward_cached(nn_GPTModel_block(self, (int)i), x, p0, cache->layers[i]);
+        cache->len = p0 + seq_len;                                                //     self.current_pos += seq_len
+    } else {
+        x = run_blocks(self->trf_blocks, x);                                      //     x = self.trf_blocks(x)
+    }
+    if (last_only) x = torch_slice(x, 1, seq_len - 1, seq_len);
     return nn_call(&self->module, "out_head", nn_GPTLayerNorm_forward(self->final_norm, x)); //     return self.out_head(self.final_norm(x))
 }
 
-/* ---- the KV cache ---------------------------------------------------------------------------------- */
-
-gpt_KVCache *gpt_KVCache_new(nn_GPTModel *model) {
-    nn_GPTConfig c = model->cfg;
-    gpt_KVCache *kv = ac_malloc(sizeof *kv);
-    *kv = (gpt_KVCache){.n_layers = c.n_layers, .capacity = c.context_length, .len = 0};
-    kv->keys = ac_malloc(sizeof(Tensor *) * (size_t)c.n_layers);
-    kv->values = ac_malloc(sizeof(Tensor *) * (size_t)c.n_layers);
-    for (int64_t i = 0; i < c.n_layers; i++) {
-        kv->keys[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_heads, c.context_length, c.emb_dim / c.n_heads));
-        kv->values[i] = ac_persist_zeros(AC_FLOAT32, SHAPE(1, c.n_heads, c.context_length, c.emb_dim / c.n_heads));
-    }
-    return kv;
+static nn_LayerCache *gpt_layer_cache(nn_LM *lm, int64_t layer, int64_t capacity) {
+    return nn_MultiHeadAttention_new_cache(nn_GPTModel_block((nn_GPTModel *)lm, (int)layer)->att, capacity);
 }
 
-void gpt_KVCache_reset(gpt_KVCache *cache) { cache->len = 0; }
+static void gpt_free(nn_LM *lm) { nn_free(&lm->module); }
 
-void gpt_KVCache_free(gpt_KVCache *cache) {
-    if (!cache) return;
-    for (int64_t i = 0; i < cache->n_layers; i++) ac_free(cache->keys[i]), ac_free(cache->values[i]);
-    free(cache->keys);
-    free(cache->values);
-    free(cache);
-}
-
-/* MultiHeadAttention.forward for t new tokens at positions p0..p0+t-1, over the cache's keys 0..p0+t-1 */
-static Tensor *cached_attention(nn_MultiHeadAttention *a, Tensor *x, Tensor *K, Tensor *V, int64_t p0) {
-    int64_t t = x->shape[1], h = a->num_heads, dh = a->head_dim, T = p0 + t;
-    Tensor *keys = torch_transpose(torch_view(nn_call(&a->module, "W_key", x), SHAPE(1, t, h, dh)), 1, 2);
-    Tensor *queries = torch_transpose(torch_view(nn_call(&a->module, "W_query", x), SHAPE(1, t, h, dh)), 1, 2);
-    Tensor *values = torch_transpose(torch_view(nn_call(&a->module, "W_value", x), SHAPE(1, t, h, dh)), 1, 2);
-    torch_copy_(torch_slice(K, 2, p0, T), keys);      /* the new keys and values join the cache */
-    torch_copy_(torch_slice(V, 2, p0, T), values);
-    Tensor *keys_all = torch_slice(K, 2, 0, T), *values_all = torch_slice(V, 2, 0, T);
-    Tensor *attn_scores = torch_matmul(queries, torch_transpose(keys_all, 2, 3)); /* (1, h, t, T) */
-    Tensor *mask = torch_to_bool(torch_slice(torch_slice(a->mask, 0, p0, T), 1, 0, T)); /* rows p0..T-1 of the mask */
-    attn_scores = torch_masked_fill(attn_scores, mask, -INFINITY);
-    Tensor *attn_weights = torch_softmax(torch_div_scalar(attn_scores, pow((double)dh, 0.5)), -1);
-    Tensor *context = torch_reshape(torch_transpose(torch_matmul(attn_weights, values_all), 1, 2), SHAPE(1, t, a->d_out));
-    return nn_call(&a->module, "out_proj", context);
-}
-
-Tensor *nn_GPTModel_forward_cached(nn_GPTModel *self, Tensor *new_ids, gpt_KVCache *cache) {
-    const char *op = "GPTModel (KV cache)";
-    ac_check_defined(new_ids, op);
-    if (new_ids->ndim != 2 || new_ids->dtype != AC_INT64 || new_ids->shape[0] != 1 || new_ids->shape[1] < 1)
-        ac_error("%s: expected token ids of shape (1, t), t >= 1, int64, got %s %s", op, dtype_str(new_ids),
-                 ac_shape_str(new_ids));
-    if (torch_is_grad_enabled() || self->module.training)
-        ac_error("%s: for generating only: model.eval() and no_grad (training needs the full forward)", op);
-    int64_t t = new_ids->shape[1], p0 = cache->len;
-    if (cache->capacity != self->cfg.context_length || cache->n_layers != self->cfg.n_layers)
-        ac_error("%s: the cache was made for another model", op);
-    if (p0 + t > cache->capacity)
-        ac_error("%s: %lld cached and %lld new tokens exceed context_length %lld", op, (long long)p0, (long long)t,
-                 (long long)cache->capacity);
-    Tensor *pos = torch_empty(SHAPE(t), AC_INT64);                                /* positions p0 .. p0 + t - 1 */
-    for (int64_t i = 0; i < t; i++) ((int64_t *)pos->data)[i] = p0 + i;
-    Tensor *x = torch_add(nn_Embedding_forward(self->tok_emb, new_ids), nn_Embedding_forward(self->pos_emb, pos));
-    for (int64_t i = 0; i < self->cfg.n_layers; i++) {
-        nn_TransformerBlock *b = nn_GPTModel_block(self, (int)i);
-        x = torch_add(x, cached_attention(b->att, nn_GPTLayerNorm_forward(b->norm1, x), cache->keys[i], cache->values[i], p0));
-        x = torch_add(x, nn_FeedForward_forward(b->ff, nn_GPTLayerNorm_forward(b->norm2, x)));
-    }
-    cache->len = p0 + t;
-    Tensor *last = torch_slice(x, 1, t - 1, t);                                   /* only the last token's logits */
-    return torch_select(nn_call(&self->module, "out_head", nn_GPTLayerNorm_forward(self->final_norm, last)), 1, 0);
-}
+const nn_LMArch nn_GPTModel_arch = {.name = "GPTModel", .forward = gpt_forward, .new_layer_cache = gpt_layer_cache,
+                                    .free = gpt_free};
 
 /* ---- generating ---------------------------------------------------------------------------------- */
-
-/* The tokens so far, outside the arena, so that each step's forward can be released. */
-typedef struct { int64_t *ids, n, cap; } Ids;
-
-static void ids_push(Ids *s, int64_t id) {
-    if (s->n == s->cap) {
-        s->cap = s->cap ? 2 * s->cap : 64;
-        s->ids = ac_realloc(s->ids, (size_t)s->cap * sizeof *s->ids);
-    }
-    s->ids[s->n++] = id;
-}
-
-static Ids ids_from(Tensor *idx, const char *op) {
-    ac_check_defined(idx, op);
-    if (idx->ndim != 2 || idx->dtype != AC_INT64 || idx->shape[0] != 1)
-        ac_error("%s: expected idx of shape (1, n) int64 (one sequence), got %s %s", op, dtype_str(idx),
-                 ac_shape_str(idx));
-    Ids s = {0};
-    Tensor *c = torch_contiguous(idx); /* a view (idx[:, 2:]) starts at its offset */
-    for (int64_t i = 0; i < idx->shape[1]; i++) ids_push(&s, ((const int64_t *)c->data)[c->offset + i]);
-    return s;
-}
-
-/* logits = model(idx[:, -context_size:])[:, -1, :], (1, vocab) */
-static Tensor *last_logits(nn_GPTModel *model, const Ids *s, int64_t context_size) {
-    int64_t start = s->n > context_size ? s->n - context_size : 0;
-    Tensor *cond = torch_tensor_long(s->ids + start, 2, (int64_t[]){1, s->n - start});
-    Tensor *logits = nn_GPTModel_forward(model, cond);
-    return torch_select(logits, 1, -1);
-}
-
-Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
-                            double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx) {
-    return gpt_generate_ex(model, idx, max_new_tokens, context_size, temperature, top_k, eos_id, true, on_token, ctx);
-}
-
-/* With the cache: while the window (the last context_size tokens) only grows, feed the tokens it has
- * not seen; once it slides, every position changes, so start the cache again on the new window. */
-static Tensor *cached_logits(nn_GPTModel *model, gpt_KVCache *kv, const Ids *s, int64_t context_size, int64_t *window0) {
-    int64_t start = s->n > context_size ? s->n - context_size : 0;
-    if (start != *window0 || kv->len > s->n - start) {
-        gpt_KVCache_reset(kv);
-        *window0 = start;
-    }
-    int64_t from = start + kv->len;
-    Tensor *ids = torch_tensor_long(s->ids + from, 2, (int64_t[]){1, s->n - from});
-    return nn_GPTModel_forward_cached(model, ids, kv);
-}
 
 Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, // def generate(model, idx, max_new_tokens,
                         int64_t context_size, double temperature, int64_t top_k,  //              context_size, temperature=0.0, top_k=None,
                         int64_t eos_id, bool kv_cache,                            //              eos_id=None):
                         gpt_token_fn on_token, void *ctx) { /* (C: kv_cache, and on_token for each new token: streaming) */
-    const char *op = "generate";
-    if (context_size < 1) ac_error("%s: context_size must be >= 1, got %lld", op, (long long)context_size);
-    if (!(temperature >= 0.0)) ac_error("%s: temperature must be >= 0, got %g", op, temperature);
-    if (top_k > model->cfg.vocab_size)
-        ac_error("%s: top_k (%lld) is larger than the vocabulary (%lld): selected index k out of range", op,
-                 (long long)top_k, (long long)model->cfg.vocab_size);
-    Ids s = ids_from(idx, op);
-    if (kv_cache && (model->module.training || context_size > model->cfg.context_length))
-        kv_cache = false; /* (C: the cache is for eval mode; a window past the model's context fails as the book's would) */
-    gpt_KVCache *kv = kv_cache ? gpt_KVCache_new(model) : NULL;
-    int64_t window0 = -1;
-    bool prev = torch_no_grad_enter();
-    for (int64_t step = 0; step < max_new_tokens; step++) {                      //     for _ in range(max_new_tokens):
-        ac_mark mk = ac_arena_mark();
-        Tensor *logits = kv ? cached_logits(model, kv, &s, context_size, &window0) //         logits = model(idx[:, -context_size:])[:, -1, :]
-                            : last_logits(model, &s, context_size);
-        if (top_k > 0) {                                                          //         if top_k is not None:
-            Tensor *top_logits = torch_topk(logits, top_k, -1, true, true).values; //             top_logits, _ = torch.topk(logits, top_k)
-            logits = torch_where(torch_lt(logits, torch_select(top_logits, 1, -1)), //             logits = torch.where(logits < top_logits[:, -1],
-                                 torch_scalar_tensor(-INFINITY), logits);         //                 torch.tensor(float("-inf")), logits)
-        }
-        Tensor *idx_next;
-        if (temperature > 0.0)                                                    //         if temperature > 0.0:
-            idx_next = torch_multinomial(torch_softmax(torch_div_scalar(logits, temperature), -1), 1, false); /*             idx_next = torch.multinomial(torch.softmax(logits / temperature, dim=-1), num_samples=1) */
-        else                                                                      //         else:
-            idx_next = torch_argmax(logits, -1, true);                            //             idx_next = torch.argmax(logits, dim=-1, keepdim=True)
-        int64_t next = (int64_t)torch_item(idx_next);
-        ac_arena_release(mk);
-        if (eos_id >= 0 && next == eos_id) break;                                 //         if idx_next == eos_id: break
-        ids_push(&s, next);                                                       //         idx = torch.cat((idx, idx_next), dim=1)
-        if (on_token && !on_token(next, ctx)) break;
-    }
-    torch_no_grad_exit(prev);
-    gpt_KVCache_free(kv);
-    Tensor *out = torch_tensor_long(s.ids, 2, (int64_t[]){1, s.n});
-    free(s.ids);
-    return out;
+    return lm_generate(&model->lm, idx, max_new_tokens, context_size,
+                       (lm_GenerateOptions){.temperature = temperature, .top_k = top_k, .eos_ids = &eos_id,
+                                            .n_eos = eos_id >= 0, .kv_cache = kv_cache, .on_token = on_token, .ctx = ctx});
+}
+
+Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
+                            double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx) {
+    return gpt_generate_ex(model, idx, max_new_tokens, context_size, temperature, top_k, eos_id, true, on_token, ctx);
 }
 
 Tensor *gpt_generate(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
@@ -385,37 +272,17 @@ Tensor *gpt_generate_text_simple(nn_GPTModel *model, Tensor *idx, int64_t max_ne
     return gpt_generate(model, idx, max_new_tokens, context_size, 0.0, 0, -1);
 }
 
-/* ---- losses -------------------------------------------------------------------------------------- */
+/* ---- losses (chapter 5's, written once over the decoder: lm.c) ------------------------------------------ */
 
-Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model) { // def calc_loss_batch(input_batch, target_batch, model):
-    Tensor *logits = nn_GPTModel_forward(model, input_batch);                     //     logits = model(input_batch)
-    return torch_cross_entropy(torch_flatten(logits, 0, 1), torch_flatten(target_batch, 0, -1), -100); //     return F.cross_entropy(logits.flatten(0, 1), target_batch.flatten())
+Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model) {
+    return lm_calc_loss_batch(input_batch, target_batch, &model->lm);
 }
 
-double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_batches) { // def calc_loss_loader(loader, model, num_batches=None):
-    int64_t len = DataLoader_len(loader);
-    if (len == 0) return NAN;                                                     //     if len(loader) == 0: return float("nan")
-    num_batches = num_batches < 0 ? len : num_batches < len ? num_batches : len; //     num_batches = min(num_batches, len(loader))
-    double total = 0.0;                                                           //     total = 0.0
-    DataLoaderIter it = DataLoader_iter(loader);                                  //     for i, (x, y) in enumerate(loader):
-    Tensor *x, *y;
-    ac_progress("loss, batch", 0, num_batches);                                   // (C: a live line, on a terminal)
-    for (int64_t i = 0; i < num_batches && DataLoaderIter_next(&it, &x, &y); i++) {
-        ac_mark mk = ac_arena_mark();
-        total += torch_item(gpt_calc_loss_batch(x, y, model));                    //         total += calc_loss_batch(x, y, model).item()
-        ac_arena_release(mk);
-        ac_progress("loss, batch", i + 1, num_batches);
-    }
-    DataLoaderIter_free(&it);
-    return total / (double)num_batches;                                           //     return total / num_batches
+double gpt_calc_loss_loader(DataLoader *loader, nn_GPTModel *model, int64_t num_batches) {
+    return lm_calc_loss_loader(loader, &model->lm, num_batches);
 }
 
 void gpt_evaluate_model(nn_GPTModel *model, DataLoader *train_loader, DataLoader *val_loader, int64_t eval_iter,
-                        double *train_loss, double *val_loss) {               // def evaluate_model(model, train_loader, val_loader, eval_iter):
-    nn_eval(&model->module);                                                      //     model.eval()
-    bool prev = torch_no_grad_enter();                                            //     with torch.no_grad():
-    *train_loss = gpt_calc_loss_loader(train_loader, model, eval_iter);          //         train_loss = calc_loss_loader(train_loader, model, eval_iter)
-    *val_loss = gpt_calc_loss_loader(val_loader, model, eval_iter);              //         val_loss = calc_loss_loader(val_loader, model, eval_iter)
-    torch_no_grad_exit(prev);
-    nn_train(&model->module, true);                                               //     model.train()
+                        double *train_loss, double *val_loss) {
+    lm_evaluate_model(&model->lm, train_loader, val_loader, eval_iter, train_loss, val_loss);
 }

@@ -16,7 +16,9 @@
 #ifndef ATTENTION_GPT_H
 #define ATTENTION_GPT_H
 
+#include "blocks.h"
 #include "data.h"
+#include "lm.h"
 #include "nn.h"
 #include "optim.h"
 #include "safetensors.h"
@@ -79,7 +81,7 @@ Tensor *nn_TransformerBlock_forward(nn_TransformerBlock *self, Tensor *x);
  * TransformerBlock), final_norm, out_head (Linear(emb_dim, vocab_size, bias=False));
  * forward(in_idx (b, t) int64) -> logits (b, t, vocab_size) */
 typedef struct {
-    nn_Module module;
+    union { nn_LM lm; nn_Module module; }; /* the decoder every model is (lm.h); model->module is its module */
     nn_GPTConfig cfg;
     nn_Embedding *tok_emb, *pos_emb;
     nn_Dropout *drop_emb;
@@ -88,6 +90,7 @@ typedef struct {
     nn_Linear *out_head;
 } nn_GPTModel;
 nn_GPTModel *nn_GPTModel_new(nn_GPTConfig cfg); /* ac_error on a config nn_GPTConfig_check refuses */
+extern const nn_LMArch nn_GPTModel_arch; /* its row of the table of models (lm.h) */
 Tensor *nn_GPTModel_forward(nn_GPTModel *self, Tensor *in_idx);
 nn_TransformerBlock *nn_GPTModel_block(nn_GPTModel *self, int i); /* model.trf_blocks[i] */
 
@@ -101,30 +104,26 @@ Tensor *gpt_generate_text_simple(nn_GPTModel *model, Tensor *idx, int64_t max_ne
  * (where(logits < top_logits[:, -1], -inf, logits)), temperature > 0 samples
  * multinomial(softmax(logits / temperature)), else argmax; stops before eos_id (< 0: None).
  * A callback, when given, sees each new token as it is made (streaming); it returns false to stop. */
-typedef bool (*gpt_token_fn)(int64_t token, void *ctx);
+typedef lm_token_fn gpt_token_fn; /* bool (*)(int64_t token, void *ctx) */
 Tensor *gpt_generate(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                      double temperature, int64_t top_k, int64_t eos_id);
 Tensor *gpt_generate_stream(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                             double temperature, int64_t top_k, int64_t eos_id, gpt_token_fn on_token, void *ctx);
 
-/* A KV cache (the book's bonus material): each block's keys and values of the tokens seen so far,
- * so that a new token costs one row of work, not the whole window. For one sequence (batch 1), in
- * eval mode under no_grad. nn_GPTModel_forward_cached(model, new_ids (1, t), cache) runs the new
- * tokens at positions cache->len.., appends their keys and values, and returns the logits of the
- * last new token, (1, vocab_size). The same numbers as the full forward's last row (each sum is
- * over the same terms in the same order). Past context_length it is an error: the caller starts
- * again from the last context_length tokens (gpt_generate does, as the book's window slides). */
-typedef struct {
-    int64_t n_layers, capacity, len;
-    Tensor **keys, **values; /* per block (1, n_heads, capacity, head_dim), long-lived */
-} gpt_KVCache;
-gpt_KVCache *gpt_KVCache_new(nn_GPTModel *model);
-void gpt_KVCache_reset(gpt_KVCache *cache);
-void gpt_KVCache_free(gpt_KVCache *cache);
-Tensor *nn_GPTModel_forward_cached(nn_GPTModel *model, Tensor *new_ids, gpt_KVCache *cache);
-/* gpt_generate's loop with the cache (kv_cache) or the book's recompute-everything loop */
+/* The KV cache (the book's ch04/03_kv-cache): the decoder's one cache (lm.h), each block's keys and
+ * values of the tokens seen so far in a dense nn_LayerCache filled by the block's MultiHeadAttention,
+ * so that a new token costs one row of work, not the whole window:
+ *     nn_KVCache *cache = nn_KVCache_new(&model->lm, capacity);
+ *     Tensor *logits = lm_forward_cached(&model->lm, new_ids, cache);   (the last token's, (1, vocab))
+ * For one sequence, in eval mode under no_grad. The same numbers as the full forward's last row (each
+ * sum is over the same terms in the same order). Past context_length it is an error: the caller
+ * starts again from the last context_length tokens (gpt_generate does, as the book's window slides).
+ * gpt_generate_ex: generate's loop with the cache (kv_cache) or the book's recompute-everything loop. */
 Tensor *gpt_generate_ex(nn_GPTModel *model, Tensor *idx, int64_t max_new_tokens, int64_t context_size,
                         double temperature, int64_t top_k, int64_t eos_id, bool kv_cache, gpt_token_fn on_token, void *ctx);
+
+/* TransformerBlock.forward with the cache: t new tokens at positions start_pos.. (cache NULL: the plain forward) */
+Tensor *nn_TransformerBlock_forward_cached(nn_TransformerBlock *self, Tensor *x, int64_t start_pos, nn_LayerCache *cache);
 
 /* cross_entropy(model(x).flatten(0, 1), y.flatten()) */
 Tensor *gpt_calc_loss_batch(Tensor *input_batch, Tensor *target_batch, nn_GPTModel *model);
