@@ -339,19 +339,44 @@ def cmd_dpo(a, tok):
 
 
 def save(a, model, cfg):
-    """--save DIR: config.json and model.safetensors under the hub's names, LoRA merged (W + alpha/r (A B)^T)."""
-    with torch.no_grad():
-        for m in list(model.modules()):
-            for name, child in m.named_children():
-                if isinstance(child, LinearWithLoRA):
-                    lin = child.linear
-                    delta = (child.lora.alpha / child.lora.rank) * (child.lora.A @ child.lora.B).T
-                    merged = torch.nn.Linear(lin.in_features, lin.out_features, bias=False)
-                    merged.weight.copy_(lin.weight + delta)
-                    setattr(m, name, merged)
+    """--save DIR: config.json and model.safetensors under the hub's names (llm_ref.save_model). LoRA merged
+    (W + (alpha / r) (A B)^T, what LinearWithLoRA computes) by default; with --lora-separate the base weights
+    as they were and the adapters apart as PEFT writes them: adapter_model.safetensors with
+    base_model.model.<hub module>.lora_A.weight (A^T, [r, in]) and .lora_B.weight (B^T, [out, r]), and
+    adapter_config.json (r, lora_alpha: PEFT's scale lora_alpha / r is LoRALayer's alpha / rank). A tied head
+    with an adapter is written untied when merged (its merged weight is no longer the embedding's)."""
+    cfg = dict(cfg)
     src = a.config or os.path.join(a.model, "config.json")
     with open(src) as f:
-        llm_ref.save_model(model, cfg, a.save, json.load(f))
+        config_json = json.load(f)
+    hub = {mine.rsplit(".", 1)[0]: h.rsplit(".", 1)[0] for h, mine in llm_ref.hf_names(dict(cfg, tie=False))}
+    adapters, modules = [], set()
+    with torch.no_grad():
+        for mname, m in list(model.named_modules()):
+            for name, child in list(m.named_children()):
+                if not isinstance(child, LinearWithLoRA):
+                    continue
+                full = f"{mname}.{name}" if mname else name
+                lin, lora = child.linear, child.lora
+                if a.lora_separate:
+                    h = "base_model.model." + hub[full]
+                    adapters += [(h + ".lora_A.weight", lora.A.T), (h + ".lora_B.weight", lora.B.T)]
+                    modules.add(hub[full].split(".")[-1])
+                    setattr(m, name, lin)
+                    continue
+                merged = torch.nn.Linear(lin.in_features, lin.out_features, bias=False)
+                merged.weight.copy_(lin.weight + (lora.alpha / lora.rank) * (lora.A @ lora.B).T)
+                setattr(m, name, merged)
+                if full == "out_head" and cfg["tie"]:
+                    cfg["tie"] = False
+                    config_json["tie_word_embeddings"] = False
+    llm_ref.save_model(model, cfg, a.save, config_json)
+    if a.lora_separate and adapters:
+        llm_ref.write_safetensors(os.path.join(a.save, "adapter_model.safetensors"), adapters)
+        with open(os.path.join(a.save, "adapter_config.json"), "w") as f:
+            json.dump({"peft_type": "LORA", "task_type": "CAUSAL_LM", "r": a.lora, "lora_alpha": a.lora_alpha,
+                       "lora_dropout": 0.0, "bias": "none", "fan_in_fan_out": False,
+                       "target_modules": sorted(modules)}, f, indent=2)
 
 
 def main():
@@ -383,6 +408,7 @@ def main():
     p.add_argument("--responses")
     p.add_argument("--log")
     p.add_argument("--save", help="a directory: config.json + model.safetensors (Hugging Face's names, LoRA merged)")
+    p.add_argument("--lora-separate", action="store_true", help="--save: the adapters apart (PEFT's files)")
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()
     torch.set_num_threads(a.threads)
