@@ -58,7 +58,12 @@ nn_LinearWithLoRA *nn_LinearWithLoRA_new(nn_Linear *linear, int64_t rank, double
 }
 
 Tensor *nn_LinearWithLoRA_forward(nn_LinearWithLoRA *self, Tensor *x) {                     // def forward(self, x):
-    return torch_add(nn_Linear_forward(self->linear, x), nn_LoRALayer_forward(self->lora, x)); //     return self.linear(x) + self.lora(x)
+    /* (C: the Linear first, in a statement of its own: C leaves the order of a call's arguments open,
+     * and gcc ran the LoRA first, which numbered its nodes below the Linear's; backward then sent
+     * x's gradient terms linear-first, so q, k and v summed x's six terms in another order than
+     * PyTorch 1.13 and a LoRA run of 2+ layers drifted by ulps from step 2 on) */
+    Tensor *linear_x = nn_Linear_forward(self->linear, x);
+    return torch_add(linear_x, nn_LoRALayer_forward(self->lora, x));                        //     return self.linear(x) + self.lora(x)
 }
 
 /* Depth first, in registration order, so that each A draws where PyTorch's does. */
