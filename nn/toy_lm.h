@@ -32,7 +32,7 @@ Tensor *nn_ToyLM_forward(nn_ToyLM *self, Tensor *idx);  /* idx (b, t) int64 -> l
  * x = torch.stack([data[i:i + context] for i in ix]); y = the same shifted by one */
 void nn_ToyLM_get_batch(const CharText *ct, int64_t batch, int64_t context, Tensor **x, Tensor **y);
 
-/* Checkpoints (safetensors, nn/checkpoint.c): the state_dict under PyTorch's
+/* Checkpoints (safetensors, nn/toy_lm_checkpoint.c): the state_dict under PyTorch's
  * names, Adam's state as "optim.state.<i>.<name>", the default generator as
  * "rng_state", and in the metadata "format", "step", "context dim heads
  * vocab_size", "vocab" (readable) and "vocab_codepoints" (exact). A save goes

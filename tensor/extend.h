@@ -105,6 +105,14 @@ Tensor *ac_book_rms_norm(Tensor *x, Tensor *scale, double eps);
 char *ac_read_file(const char *path, size_t *len, char *err, size_t errlen);
 char *ac_read_stream(FILE *f, const char *name, size_t *len, char *err, size_t errlen);
 
+/* ---- UTF-8 -------------------------------------------------------------------- */
+/* One UTF-8 sequence at s (len bytes left) into *cp; returns its length, 0 if invalid
+ * (overlong, a surrogate, above U+10FFFF, cut short). */
+int ac_utf8_next(const char *s, size_t len, uint32_t *cp);
+/* Code point cp (<= U+10FFFF; a surrogate too, as WTF-8) as UTF-8 into out (up to 4 bytes,
+ * no NUL); returns its length. */
+int ac_utf8_put(uint32_t cp, char *out);
+
 /* Is t a state torch_set_rng_state accepts? If not, why, in err. */
 bool ac_rng_state_check(const Tensor *t, char *err, size_t errlen);
 

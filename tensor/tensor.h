@@ -218,7 +218,7 @@ Tensor *torch_to_bool(Tensor *t);                       /* t.bool() */
 Tensor *torch_to_float(Tensor *t);                      /* t.float() */
 Tensor *torch_detach(Tensor *t);                        /* shares storage, no grad */
 
-/* ---- in-place writes (tensor/op_inplace.c) -------------------------------------
+/* ---- in-place writes (tensor/ops/inplace.c) -------------------------------------
  * Each bumps t._version; with grad mode on they are recorded in autograd as
  * PyTorch records them (FillBackward2, CopyBackwards, ..., CopySlices for a
  * write into a view), and a leaf that requires grad refuses them.

@@ -11,7 +11,6 @@
 #include <unistd.h>
 #endif
 
-#include "chartext.h"
 #include "extend.h"
 #include "json.h"
 
@@ -111,9 +110,9 @@ static int wtf8_next(const unsigned char *s, size_t len, uint32_t *cp) {
     return n;
 }
 
-static void put_utf8(Buf *b, uint32_t c) { /* chartext's encoder, which writes a lone surrogate's 3 bytes too */
+static void put_utf8(Buf *b, uint32_t c) { /* the one encoder (extend.h), which writes a lone surrogate's 3 bytes too */
     char o[4];
-    buf_put(b, o, (size_t)chartext_utf8_put(c, o));
+    buf_put(b, o, (size_t)ac_utf8_put(c, o));
 }
 
 /* ---- values --------------------------------------------------------------------------------- */

@@ -14,7 +14,6 @@
 
 #include "extend.h"
 #include "safetensors.h"
-#include "toy_lm.h" /* chartext_utf8_next */
 
 #define FAIL(...) do { snprintf(err, errlen, __VA_ARGS__); goto fail; } while (0)
 
@@ -238,7 +237,7 @@ static char *jstring(Cur *c) {
                 cp = 0x10000 + (((uint32_t)v - 0xD800) << 10) + ((uint32_t)lo - 0xDC00);
                 s += 6;
             }
-            o += chartext_utf8_put(cp, o);
+            o += ac_utf8_put(cp, o);
             break;
         }
         default: return NULL;
@@ -441,7 +440,7 @@ static bool read_header(FILE *f, const char *path, char **hdr, uint64_t *hlen_ou
     if (fseek(f, 8, SEEK_SET) != 0 || fread(*hdr, 1, (size_t)hlen, f) != hlen) FAIL("%s: truncated header", path);
     for (size_t i = 0; i < hlen;) { /* the header is UTF-8 text */
         uint32_t cp;
-        int k = chartext_utf8_next(*hdr + i, (size_t)hlen - i, &cp);
+        int k = ac_utf8_next(*hdr + i, (size_t)hlen - i, &cp);
         if (k == 0) FAIL("%s: corrupt header (invalid UTF-8 at byte %zu)", path, i);
         i += (size_t)k;
     }

@@ -4,28 +4,14 @@
 #include <string.h>
 
 #include "chartext.h"
+#include "extend.h"
 
 static int cmp_u32(const void *a, const void *b) {
     uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
     return x < y ? -1 : x > y;
 }
 
-int chartext_utf8_next(const char *str, size_t len, uint32_t *cp) {
-    const unsigned char *s = (const unsigned char *)str;
-    if (len == 0) return 0;
-    if (s[0] < 0x80) { *cp = s[0]; return 1; }
-    int n = (s[0] & 0xE0) == 0xC0 ? 2 : (s[0] & 0xF0) == 0xE0 ? 3 : (s[0] & 0xF8) == 0xF0 ? 4 : 0;
-    if (n == 0 || (size_t)n > len) return 0;
-    uint32_t c = s[0] & (0x7F >> n);
-    for (int i = 1; i < n; i++) {
-        if ((s[i] & 0xC0) != 0x80) return 0;
-        c = (c << 6) | (s[i] & 0x3F);
-    }
-    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (c < min[n] || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return 0;
-    *cp = c;
-    return n;
-}
+int chartext_utf8_next(const char *s, size_t len, uint32_t *cp) { return ac_utf8_next(s, len, cp); }
 
 bool chartext_init(CharText *ct, const char *bytes, size_t len, char *err, size_t errlen) {
     memset(ct, 0, sizeof *ct);
@@ -75,23 +61,7 @@ int64_t chartext_encode_char(const CharText *ct, uint32_t cp) {
     return lo < ct->vocab_size && ct->chars[lo] == cp ? lo : -1;
 }
 
-int chartext_utf8_put(uint32_t c, char *out) {
-    if (c < 0x80) {
-        out[0] = (char)c;
-        return 1;
-    }
-    if (c < 0x800) {
-        out[0] = (char)(0xC0 | (c >> 6)), out[1] = (char)(0x80 | (c & 0x3F));
-        return 2;
-    }
-    if (c < 0x10000) {
-        out[0] = (char)(0xE0 | (c >> 12)), out[1] = (char)(0x80 | ((c >> 6) & 0x3F)), out[2] = (char)(0x80 | (c & 0x3F));
-        return 3;
-    }
-    out[0] = (char)(0xF0 | (c >> 18)), out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
-    out[2] = (char)(0x80 | ((c >> 6) & 0x3F)), out[3] = (char)(0x80 | (c & 0x3F));
-    return 4;
-}
+int chartext_utf8_put(uint32_t c, char *out) { return ac_utf8_put(c, out); }
 
 int chartext_decode(const CharText *ct, int64_t token, char out[5]) {
     int n = chartext_utf8_put((token >= 0 && token < ct->vocab_size) ? ct->chars[token] : 0xFFFD, out);

@@ -426,10 +426,7 @@ static void put_spelled(FILE *f, const char *s, size_t n, bool json_escape) {
             fputc((int)cp, f);
         } else {
             char u[4];
-            int k = cp < 0x800 ? 2 : 3;
-            if (k == 2) u[0] = (char)(0xC0 | cp >> 6), u[1] = (char)(0x80 | (cp & 0x3F));
-            else u[0] = (char)(0xE0 | cp >> 12), u[1] = (char)(0x80 | ((cp >> 6) & 0x3F)), u[2] = (char)(0x80 | (cp & 0x3F));
-            fwrite(u, 1, (size_t)k, f);
+            fwrite(u, 1, (size_t)ac_utf8_put(cp, u), f);
         }
     }
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "extend.h"
 #include "tensor.h"
 #include "tokenizer_impl.h"
 #include "unicode_nfc.h"
@@ -90,17 +91,7 @@ static size_t quick_fail(const unsigned char *s, size_t n, size_t i, size_t *saf
     return n;
 }
 
-static size_t put_utf8(char *o, uint32_t cp) {
-    if (cp < 0x80) { o[0] = (char)cp; return 1; }
-    if (cp < 0x800) { o[0] = (char)(0xC0 | cp >> 6), o[1] = (char)(0x80 | (cp & 0x3F)); return 2; }
-    if (cp < 0x10000) {
-        o[0] = (char)(0xE0 | cp >> 12), o[1] = (char)(0x80 | (cp >> 6 & 0x3F)), o[2] = (char)(0x80 | (cp & 0x3F));
-        return 3;
-    }
-    o[0] = (char)(0xF0 | cp >> 18), o[1] = (char)(0x80 | (cp >> 12 & 0x3F)), o[2] = (char)(0x80 | (cp >> 6 & 0x3F));
-    o[3] = (char)(0x80 | (cp & 0x3F));
-    return 4;
-}
+static size_t put_utf8(char *o, uint32_t cp) { return (size_t)ac_utf8_put(cp, o); }
 
 /* NFC of s[0..n) into out (room for 3n bytes: NFC grows UTF-8 at most 3x); d: room for 4n code points. */
 static size_t nfc_region(const unsigned char *s, size_t n, uint32_t *d, char *out) {
