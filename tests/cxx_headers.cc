@@ -11,6 +11,7 @@
 #include <attention/toy_lm.h>
 #include <attention/viz.h>
 #include <attention/blocks.h>
+#include <attention/variants.h>
 #include <attention/llm.h>
 
 int main() {
