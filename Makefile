@@ -53,7 +53,7 @@ FORCE:
 # the same headers, so examples/minimal.c builds the same way in and out.
 PUB_HDRS := tensor/tensor.h tensor/extend.h nn/nn.h nn/text/chartext.h nn/toy_lm.h nn/formats/safetensors.h nn/text/tokenizer.h \
             nn/data/data.h nn/models/gpt/gpt.h optim/optim.h nn/viz/viz.h nn/data/spam_data.h nn/formats/json.h nn/data/instruct.h \
-            nn/text/text_tokenizer.h nn/blocks/layer_cache.h nn/blocks/blocks.h nn/models/lm.h nn/models/llm.h
+            nn/text/text_tokenizer.h nn/blocks/layer_cache.h nn/blocks/blocks.h nn/blocks/variants.h nn/models/lm.h nn/models/llm.h
 TREE_HDRS := $(PUB_HDRS:%=$(B)/include/attention/%)
 
 .PHONY: llama3-tokenizer FORCE all test deps test-plain test-asan run chapter5 appendix-d sweep readme-check bench clean valgrind valgrind-suite valgrind-examples valgrind-gpt install uninstall installcheck docs fuzz coverage check-m32 tsan

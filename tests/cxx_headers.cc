@@ -13,6 +13,7 @@
 #include <attention/blocks.h>
 #include <attention/layer_cache.h>
 #include <attention/lm.h>
+#include <attention/variants.h>
 #include <attention/llm.h>
 
 int main() {

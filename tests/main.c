@@ -15,6 +15,7 @@ Suite *suite_llm(void);       /* tests/test_llm.c */
 Suite *suite_dpo(void);       /* tests/test_dpo.c */
 Suite *suite_exact_orders(void); /* tests/test_exact_orders.c */
 Suite *suite_bf16(void);      /* tests/test_bf16.c */
+Suite *suite_variants(void); /* tests/test_variants.c */
 
 int main(void) {
     /* Exact math: the golden values are PyTorch's bits. The tests of the fast
@@ -55,6 +56,7 @@ int main(void) {
     srunner_add_suite(sr, suite_bf16());
     srunner_add_suite(sr, suite_dpo());
     srunner_add_suite(sr, suite_exact_orders());
+    srunner_add_suite(sr, suite_variants());
     srunner_run_all(sr, CK_NORMAL);
     int failed = srunner_ntests_failed(sr);
     srunner_free(sr);
